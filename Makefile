@@ -1,0 +1,48 @@
+# mtserve: two commands for a fresh machine.
+#   make run    install, pull the default model, serve on http://127.0.0.1:8000
+#   make test   install with test extras, then the whole test suite
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+MTSERVE := $(BIN)/mtserve
+# The small model keeps the integration tests fast.
+TEST_MODEL := qwen2.5-coder-0.5b-instruct-q4_k_m
+
+.PHONY: install install-test run test test-unit chromium clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Re-runs only when the project's dependencies change.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test chromium
+
+# Debian's Chromium for the WebUI test; Playwright drives it, nothing is downloaded.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
+
+run: install
+	$(MTSERVE) models pull
+	$(MTSERVE) serve
+
+test: install-test
+	$(MTSERVE) models pull $(TEST_MODEL)
+	MTSERVE_TEST_MODEL=$(TEST_MODEL) $(BIN)/pytest -q
+
+test-unit: install-test
+	$(BIN)/pytest -q -m "not model and not webui"
+
+clean:
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,322 @@
+"""LibreTranslate-compatible routes, streaming, health and metrics.
+
+Routes parse and validate, call the translation service, and shape the
+answer. Translation logic lives in ``mtserve.service``; no engine is named here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ValidationError
+from sse_starlette.sse import EventSourceResponse
+
+from mtserve.api.errors import ApiError, NotReady, describe_validation_error
+from mtserve.api.schemas import (
+    DetectedLanguage,
+    DetectRequest,
+    ErrorBody,
+    LanguageInfo,
+    TranslateRequest,
+    TranslateResponse,
+)
+from mtserve.service.runtime import Runtime
+from mtserve.service.translator import TranslationService, Usage
+from mtserve.settings import Settings
+from mtserve.text.languages import language_name
+from mtserve.webui import STATIC_DIR
+
+log = logging.getLogger(__name__)
+router = APIRouter()
+Model = TypeVar("Model", bound=BaseModel)
+
+CLIENT_CLOSED = 499  # nginx's code for "client closed the request"
+DISCONNECT_POLL_S = 0.25
+ERRORS = {
+    400: {"model": ErrorBody, "description": "Invalid request: the message says what to fix."},
+    413: {"model": ErrorBody, "description": "Over a size limit (characters or texts)."},
+    503: {"model": ErrorBody, "description": "Loading or at capacity; see Retry-After."},
+    504: {"model": ErrorBody, "description": "The request's deadline passed."},
+}
+
+
+def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": schema},
+                "application/x-www-form-urlencoded": {"schema": schema},
+            },
+        }
+    }
+
+
+# --- helpers -------------------------------------------------------------------
+def runtime_of(request: Request) -> Runtime:
+    return request.app.state.runtime
+
+
+def service_of(request: Request) -> TranslationService:
+    runtime = runtime_of(request)
+    if runtime.service is None:
+        if runtime.load_error:
+            raise ApiError(503, f"the model failed to load: {runtime.load_error}")
+        raise NotReady()
+    return runtime.service
+
+
+async def parse_body(request: Request, model: type[Model]) -> Model:
+    """JSON or form data, like LibreTranslate; a repeated form field becomes a list."""
+    content_type = request.headers.get("content-type", "")
+    data: Any
+    if "application/json" in content_type:
+        try:
+            data = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ApiError(400, "the body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "the JSON body must be an object, e.g. {\"q\": \"...\", \"target\": \"en\"}")
+    elif "form" in content_type:
+        form = await request.form()
+        data = {}
+        for key in form.keys():
+            values = form.getlist(key)
+            data[key] = values if len(values) > 1 else values[0]
+    elif not content_type and request.query_params:
+        data = dict(request.query_params)
+    else:
+        raise ApiError(
+            400, "send the fields as JSON (Content-Type: application/json) or as form data"
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(400, describe_validation_error(exc)) from None
+
+
+def validate_translate(req: TranslateRequest, settings: Settings) -> list[str]:
+    texts = req.q if isinstance(req.q, list) else [req.q]
+    if isinstance(req.q, list) and not texts:
+        raise ApiError(400, "q is an empty list; send at least one text")
+    if len(texts) > settings.batch_limit:
+        raise ApiError(413, f"q has {len(texts)} texts; the batch limit is {settings.batch_limit}")
+    chars = sum(len(t) for t in texts)
+    if chars > settings.char_limit:
+        raise ApiError(413, f"the request has {chars} characters; the limit is {settings.char_limit}")
+    if req.alternatives > settings.max_alternatives:
+        raise ApiError(400, f"alternatives is {req.alternatives}; the most allowed is {settings.max_alternatives}")
+    return texts
+
+
+async def until_disconnect(request: Request, work: asyncio.Future) -> Any:
+    """Await ``work``, cancelling it if the client goes away first."""
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return work.result()
+        if await request.is_disconnected():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work
+            return Response(status_code=CLIENT_CLOSED)
+
+
+def detected_json(detection) -> dict[str, Any] | None:
+    if detection is None:
+        return None
+    return {"language": detection.language, "confidence": detection.confidence}
+
+
+# --- pages -----------------------------------------------------------------------
+@router.get("/", include_in_schema=False)
+async def index(request: Request):
+    page = STATIC_DIR / "index.html"
+    if not page.is_file():
+        raise ApiError(404, "the WebUI is not installed")
+    return FileResponse(page, media_type="text/html")
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon():
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+
+# --- translation -------------------------------------------------------------------
+@router.post(
+    "/translate", response_model=TranslateResponse, response_model_exclude_none=True,
+    responses=ERRORS, openapi_extra=_body_doc(TranslateRequest),
+)
+async def translate(request: Request):
+    """Translate a text or a list of texts (LibreTranslate's contract)."""
+    settings: Settings = request.app.state.settings
+    req = await parse_body(request, TranslateRequest)
+    texts = validate_translate(req, settings)
+    service = service_of(request)
+    usage = Usage()
+    request.state.usage = usage
+    request.state.chars_in = sum(len(t) for t in texts)
+    work = asyncio.ensure_future(
+        service.translate(texts, req.source, req.target, req.format, req.alternatives, usage=usage)
+    )
+    results = await until_disconnect(request, work)
+    if isinstance(results, Response):
+        return results
+    request.state.chars_out = sum(len(r.text) for r in results)
+    single = not isinstance(req.q, list)
+    body: dict[str, Any] = {
+        "translatedText": results[0].text if single else [r.text for r in results]
+    }
+    if req.source == "auto":
+        detected = [detected_json(r.detected) for r in results]
+        body["detectedLanguage"] = detected[0] if single else detected
+    if req.alternatives:
+        alts = [r.alternatives for r in results]
+        body["alternatives"] = alts[0] if single else alts
+    return JSONResponse(body)
+
+
+async def _stream(request: Request, req: TranslateRequest):
+    settings: Settings = request.app.state.settings
+    if isinstance(req.q, list):
+        raise ApiError(400, "the stream endpoint takes one text in q, not a list")
+    validate_translate(req, settings)
+    service = service_of(request)
+    usage = Usage()
+    request.state.usage = usage
+    request.state.chars_in = len(req.q)
+    events = service.stream(req.q, req.source, req.target, req.format, usage=usage)
+    # Fail before the 200 goes out: unsupported languages, a full queue.
+    try:
+        first = await events.__anext__()
+    except StopAsyncIteration:
+        first = None
+
+    async def sse():
+        try:
+            if first is not None:
+                yield {"event": first.kind, "data": json.dumps(first.data, ensure_ascii=False)}
+            async for event in events:
+                if event.kind == "done":
+                    request.state.chars_out = len(event.data.get("translatedText", ""))
+                yield {"event": event.kind, "data": json.dumps(event.data, ensure_ascii=False)}
+        except Exception as exc:  # mid-stream: the status is sent, so report in-band
+            message = str(exc) or type(exc).__name__
+            log.warning("stream failed", extra={"event": "stream_error", "error": message})
+            yield {"event": "error", "data": json.dumps({"error": message}, ensure_ascii=False)}
+        finally:
+            await events.aclose()
+
+    return EventSourceResponse(sse(), ping=15)
+
+
+@router.post(
+    "/translate/stream", responses=ERRORS, openapi_extra=_body_doc(TranslateRequest),
+    response_class=EventSourceResponse,
+)
+async def translate_stream(request: Request):
+    """Server-sent events: `detected`, then `delta` (text to append), then `done` (final text)."""
+    return await _stream(request, await parse_body(request, TranslateRequest))
+
+
+@router.get("/translate/stream", responses=ERRORS, response_class=EventSourceResponse)
+async def translate_stream_get(request: Request, q: str, target: str, source: str = "auto", format: str = "text"):
+    """The same stream for EventSource clients, with the fields in the query string."""
+    try:
+        req = TranslateRequest(q=q, source=source, target=target, format=format)
+    except ValidationError as exc:
+        raise ApiError(400, describe_validation_error(exc)) from None
+    return await _stream(request, req)
+
+
+# --- languages and detection ------------------------------------------------------
+@router.get("/languages", response_model=list[LanguageInfo])
+async def languages(request: Request):
+    """Languages the loaded model translates, each with its possible targets."""
+    codes = runtime_of(request).engine.languages
+    return [
+        LanguageInfo(code=c, name=language_name(c), targets=[t for t in codes if t != c])
+        for c in codes
+    ]
+
+
+@router.post("/detect", response_model=list[DetectedLanguage], responses=ERRORS,
+             openapi_extra=_body_doc(DetectRequest))
+async def detect(request: Request):
+    """Candidate languages of q, best first, with confidence 0-100."""
+    req = await parse_body(request, DetectRequest)
+    settings: Settings = request.app.state.settings
+    if len(req.q) > settings.char_limit:
+        raise ApiError(413, f"q has {len(req.q)} characters; the limit is {settings.char_limit}")
+    service = service_of(request)
+    found = await asyncio.to_thread(service.detect, req.q)
+    return [DetectedLanguage(language=d.language, confidence=d.confidence) for d in found]
+
+
+@router.get("/frontend/settings")
+async def frontend_settings(request: Request):
+    """What the WebUI needs to know: limits, default languages, the model."""
+    settings: Settings = request.app.state.settings
+    runtime = runtime_of(request)
+    return {
+        "charLimit": settings.char_limit,
+        "batchLimit": settings.batch_limit,
+        "keyRequired": False,
+        "suggestions": False,
+        "supportedFilesFormat": [],
+        "language": {
+            "source": {"code": "zh", "name": language_name("zh")},
+            "target": {"code": "en", "name": language_name("en")},
+        },
+        "model": runtime.engine.model_name,
+        "engine": runtime.engine.name,
+    }
+
+
+# --- operations -----------------------------------------------------------------------
+@router.get("/health")
+async def health(request: Request):
+    """Readiness with details: 200 once the model is loaded, 503 before (or if loading failed)."""
+    runtime = runtime_of(request)
+    body = {
+        "status": "ready" if runtime.ready else ("error" if runtime.load_error else "loading"),
+        "live": True,
+        "ready": runtime.ready,
+        "model": runtime.engine.model_name,
+        "engine": runtime.engine.name,
+    }
+    if runtime.load_error:
+        body["error"] = runtime.load_error
+    if runtime.service is not None:
+        body["queue"] = {
+            "admitted": runtime.service.scheduler.admitted,
+            "segments_waiting": runtime.service.scheduler.segments_waiting,
+            "max_queue": runtime.service.scheduler.max_queue,
+        }
+    return JSONResponse(body, status_code=200 if runtime.ready else 503)
+
+
+@router.get("/health/live")
+async def health_live():
+    """Liveness: the process answers. Never depends on the model."""
+    return {"live": True}
+
+
+@router.get("/health/ready")
+async def health_ready(request: Request):
+    """Readiness alone, for load balancers."""
+    runtime = runtime_of(request)
+    return JSONResponse({"ready": runtime.ready}, status_code=200 if runtime.ready else 503)
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(request: Request):
+    return Response(generate_latest(runtime_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

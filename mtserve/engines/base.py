@@ -1,0 +1,107 @@
+"""The interface every engine implements, and the types at its boundary.
+
+An engine translates one segment (a sentence or a short paragraph) at a time
+and knows nothing of HTTP, queues or caches. Calls are blocking and made from
+worker threads; an engine that decodes several sequences at once (llama.cpp's
+slots, vLLM) says how many through ``max_concurrency`` and the scheduler keeps
+that many calls in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class TranslationRequest:
+    text: str
+    source: str  # a language code; never "auto" at this layer
+    target: str
+    max_tokens: int | None = None  # None: the engine bounds it by the input length
+    temperature: float = 0.0  # 0 = greedy, deterministic
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class TranslationResult:
+    text: str  # raw engine output; the service cleans it
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    finish_reason: str = "stop"  # "stop" | "length"
+    engine_ms: float = 0.0
+
+
+class EngineError(RuntimeError):
+    """The engine failed on one request; others are unaffected."""
+
+
+class EngineCancelled(RuntimeError):
+    """The request was cancelled (deadline or client gone) while decoding."""
+
+
+@dataclass
+class CancelToken:
+    """Set by the service when the caller no longer wants the result.
+
+    Engines check it between tokens and stop decoding, so abandoned work frees
+    its slot instead of running to the end.
+    """
+
+    _event: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+DeltaCallback = Callable[[str], None]
+
+
+@runtime_checkable
+class Engine(Protocol):
+    name: str  # "llamacpp", "onnx", ...
+    model_name: str
+    languages: tuple[str, ...]
+    max_concurrency: int
+
+    def load(self) -> None:
+        """Load weights; slow, called once before the service reports ready."""
+
+    def translate(
+        self,
+        request: TranslationRequest,
+        cancel: CancelToken | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> TranslationResult:
+        """Translate one segment, calling ``on_delta`` with text as it is generated."""
+
+    def close(self) -> None:
+        """Free the model."""
+
+
+def default_max_tokens(text: str, cap: int) -> int:
+    """Bound generation by input length so a runaway decode stops.
+
+    CJK text is about one token per character and other scripts about one per
+    three or four characters; a translation rarely needs more than twice the
+    source's tokens, so three times plus a small floor is generous but finite.
+    """
+    cjk = sum(1 for ch in text if _is_wide(ch))
+    approx_tokens = cjk + (len(text) - cjk) / 3
+    return max(16, min(cap, int(24 + 3 * approx_tokens)))
+
+
+def _is_wide(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0x3040 <= code <= 0x30FF  # kana
+        or 0x3400 <= code <= 0x9FFF  # CJK ideographs
+        or 0xAC00 <= code <= 0xD7AF  # hangul
+        or 0xF900 <= code <= 0xFAFF
+        or 0x20000 <= code <= 0x2FA1F
+    )

@@ -1,0 +1,42 @@
+"""An in-memory LRU cache of segment translations.
+
+Keys are (model, source, target, format, text) at the segment level, so a
+document that repeats a sentence, or a user who edits one sentence of a
+paragraph, only pays for what changed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import NamedTuple
+
+
+class CacheKey(NamedTuple):
+    model: str
+    source: str
+    target: str
+    format: str
+    text: str
+
+
+class TranslationCache:
+    def __init__(self, capacity: int):
+        self.capacity = max(0, capacity)
+        self._items: OrderedDict[CacheKey, str] = OrderedDict()
+
+    def get(self, key: CacheKey) -> str | None:
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key]
+
+    def put(self, key: CacheKey, value: str) -> None:
+        if self.capacity == 0:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,109 @@
+"""One settings object for the whole service.
+
+Defaults live here and only here. Environment variables (``MTSERVE_<NAME>``)
+override them, and CLI flags override the environment. The README table of
+settings is generated from this class (``mtserve settings``), so the three never
+drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path(os.path.expanduser("~/.cache/mtserve"))
+
+
+def _default_threads() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MTSERVE_", extra="ignore")
+
+    # --- where things live -------------------------------------------------
+    home: Path = Field(
+        default_factory=_default_home,
+        description="Cache root; models are stored under HOME/models.",
+    )
+
+    # --- network -----------------------------------------------------------
+    host: str = Field("127.0.0.1", description="Address the HTTP server binds to.")
+    port: int = Field(8000, description="Port the HTTP server listens on.")
+
+    # --- model and engine --------------------------------------------------
+    model: str = Field(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        description="Model name from the store, or a path to a local GGUF file.",
+    )
+    engine: str = Field("llamacpp", description="Engine: llamacpp.")
+    threads: int = Field(
+        default_factory=_default_threads,
+        description="CPU threads for the engine (default: all cores).",
+    )
+    n_parallel: int = Field(
+        4,
+        description=(
+            "Engine slots decoding at once (continuous batching). On a CPU this buys "
+            "fairness and latency for short requests, not throughput."
+        ),
+    )
+    ctx_per_slot: int = Field(
+        1024, description="KV-cache tokens per slot; a sentence segment needs far less."
+    )
+    max_output_tokens: int = Field(
+        512, description="Hard cap on generated tokens per segment."
+    )
+
+    # --- scheduling --------------------------------------------------------
+    max_queue: int = Field(
+        64, description="Requests admitted at once; beyond this the API answers 503."
+    )
+    request_timeout_s: float = Field(
+        60.0, description="Deadline per request; past it the API answers 504."
+    )
+    cache_size: int = Field(
+        4096, description="Entries in the in-memory LRU translation cache (0 = off)."
+    )
+    segment_max_chars: int = Field(
+        400, description="Longer sentences are split at clause boundaries before decoding."
+    )
+
+    detect_prior: str = Field(
+        "en=3,zh=2",
+        description="Weights for source=auto on short, ambiguous text (code=weight, ...).",
+    )
+
+    # --- request limits ----------------------------------------------------
+    char_limit: int = Field(
+        10000, description="Characters per request (all texts together)."
+    )
+    batch_limit: int = Field(64, description="Texts per request when q is a list.")
+    max_alternatives: int = Field(3, description="Most alternatives a request may ask for.")
+
+    # --- logging -----------------------------------------------------------
+    log_level: str = Field("info", description="Log level: debug, info, warning, error.")
+
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+
+def settings_table() -> list[tuple[str, str, str]]:
+    """(environment variable, default, description) for every setting."""
+    rows = []
+    for name, field in Settings.model_fields.items():
+        if field.default_factory is not None:
+            default = {
+                "home": "~/.cache/mtserve",
+                "threads": "number of CPU cores",
+            }.get(name, str(field.default_factory()))
+        else:
+            default = str(field.default)
+        rows.append((f"MTSERVE_{name.upper()}", default, field.description or ""))
+    return rows

@@ -1,0 +1,218 @@
+"""Sentence splitting that reassembles to the exact input.
+
+Engines translate short sentences better and faster than whole documents, but
+the caller must get back the document's layout untouched: every newline, blank
+line and indent. So the text is cut into ``Piece``s whose concatenation is the
+input, and only the trimmed sentences are sent to the engine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+# Han ideographs, kana, CJK punctuation and fullwidth forms (not U+3000, a space).
+_CJK_CLASS = (
+    "\u3001-\u303f\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f"
+)
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+_CJK_LETTER = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+                         "\uf900-\ufaff\U00020000-\U0003134f]")
+_CJK_LANGS = {"zh", "zt", "ja"}
+
+# Any whitespace run that contains a line break: newlines always end a sentence.
+_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
+
+_TERMINATORS = ".!?;…。！？；｡"
+_CJK_STRONG = set("。！？；｡")      # end a CJK sentence wherever they appear
+_ASCII_WEAK = set("!?;")          # end a CJK sentence only when CJK follows
+_LATIN_ENDS = set(".!?…")
+_CLOSERS = "\"'”’)]}»›」』）】〉》］｝〕〗〙〛"
+_OPENERS = "\"'“‘([{«‹¿¡「『（【〈《"
+_TERMINATOR_RUN = re.compile(f"(?:[{re.escape(_TERMINATORS)}]+[{re.escape(_CLOSERS)}]*)+")
+_NEXT_AFTER_SPACE = re.compile(r"\s+(\S)")
+
+# Abbreviations after which a period does not end a sentence.
+_ABBREVIATIONS = {
+    "mr", "mrs", "ms", "dr", "prof", "st", "etc", "vs", "inc", "ltd", "jr", "sr",
+    "co", "corp", "mt", "ave", "rd", "gen", "gov", "sen", "rep", "rev", "hon",
+    "capt", "lt", "col", "sgt", "messrs", "mme", "mlle", "approx", "dept", "est",
+    "cf", "al", "ca", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
+    "sept", "oct", "nov", "dec",
+}
+# These are abbreviations only before a number ("No. 5"), not in "I said no. Then".
+_NUMBER_ABBREVIATIONS = {"no", "nos", "fig", "figs", "vol", "pp", "p", "nr", "art", "sec", "ch", "eq"}
+_DOTTED_ABBREVIATION = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")  # e.g, U.S, a.m, Ph.D
+
+# Where an overlong sentence may be cut, best first: after a clause mark, then
+# between words (or between CJK characters, which have no spaces).
+_CLAUSE = re.compile(rf"[，、；：]+\s*|[,;:]+(?:\s+|(?=[{_CJK_CLASS}]))")
+_WORD = re.compile(rf"\s*[{_CJK_CLASS}]|\s*[^\s{_CJK_CLASS}]+|\s+")
+
+
+@dataclass(frozen=True)
+class Piece:
+    text: str
+    translate: bool  # True: a sentence to send to the engine. False: whitespace kept verbatim.
+
+
+def split_text(text: str, lang: str, max_chars: int = 400) -> list[Piece]:
+    """Cut ``text`` into sentences and separators; ``"".join`` of the texts is ``text``."""
+    cjk = _uses_cjk_rules(text, lang)
+    pieces: list[Piece] = []
+    position = 0
+    for line_break in _LINE_BREAK.finditer(text):
+        _add_line(pieces, text[position:line_break.start()], cjk, max_chars)
+        _add(pieces, line_break.group(), translate=False)
+        position = line_break.end()
+    _add_line(pieces, text[position:], cjk, max_chars)
+    return pieces
+
+
+def join_pieces(pieces: list[Piece], translations: list[str]) -> str:
+    """Rebuild the document, one translation per translatable piece, in order.
+
+    CJK sentences sit next to each other without spaces; when their
+    translations are Latin text a space is put between them, but only where
+    the translation created a word boundary the source did not already have,
+    so joining the untranslated sentences gives back the input exactly.
+    """
+    if len(translations) != sum(piece.translate for piece in pieces):
+        raise ValueError("need exactly one translation per translatable piece")
+    parts: list[str] = []
+    remaining = iter(translations)
+    previous: tuple[str, str] | None = None  # (source, translation) of an adjacent sentence
+    for piece in pieces:
+        if not piece.translate:
+            parts.append(piece.text)
+            previous = None
+            continue
+        translation = next(remaining)
+        if previous and _glued(previous[1], translation) and not _glued(previous[0], piece.text):
+            parts.append(" ")
+        parts.append(translation)
+        previous = (piece.text, translation)
+    return "".join(parts)
+
+
+def is_cjk(char: str) -> bool:
+    """True for Han, kana and CJK/fullwidth punctuation."""
+    return bool(_CJK_CHAR.match(char))
+
+
+def _uses_cjk_rules(text: str, lang: str) -> bool:
+    if lang.lower().replace("_", "-").split("-")[0] in _CJK_LANGS:
+        return True
+    cjk_letters = len(_CJK_LETTER.findall(text))
+    other_letters = sum(char.isalnum() for char in text) - cjk_letters
+    return cjk_letters > other_letters
+
+
+def _add(pieces: list[Piece], text: str, translate: bool) -> None:
+    """Append, merging neighbouring separators so the output stays canonical."""
+    if not text:
+        return
+    if not translate and pieces and not pieces[-1].translate:
+        pieces[-1] = Piece(pieces[-1].text + text, False)
+    else:
+        pieces.append(Piece(text, translate))
+
+
+def _add_line(pieces: list[Piece], line: str, cjk: bool, max_chars: int) -> None:
+    for sentence in _sentences(line, cjk):
+        for chunk in _fit(sentence, max_chars, 0):
+            core = chunk.strip()
+            if not core:
+                _add(pieces, chunk, translate=False)
+                continue
+            start = chunk.index(core)
+            _add(pieces, chunk[:start], translate=False)
+            _add(pieces, core, translate=True)
+            _add(pieces, chunk[start + len(core):], translate=False)
+
+
+def _sentences(line: str, cjk: bool) -> Iterable[str]:
+    start = 0
+    for run in _TERMINATOR_RUN.finditer(line):
+        if run.end() < len(line) and _ends_sentence(line, run, cjk):
+            yield line[start:run.end()]
+            start = run.end()
+    yield line[start:]
+
+
+def _ends_sentence(line: str, run: re.Match[str], cjk: bool) -> bool:
+    terminators = set(run.group()) - set(_CLOSERS)
+    following = line[run.end()]
+    if cjk and (terminators & _CJK_STRONG or (terminators & _ASCII_WEAK and is_cjk(following))):
+        return True
+    if not terminators & _LATIN_ENDS:
+        return False
+    after_space = _NEXT_AFTER_SPACE.match(line, run.end())
+    if not after_space or not _starts_sentence(after_space.group(1)):
+        return False
+    if run.group().rstrip(_CLOSERS) != ".":
+        return True
+    word_start = run.start()
+    while word_start > 0 and not line[word_start - 1].isspace():
+        word_start -= 1
+    word = line[word_start:run.start()].lstrip(_OPENERS)
+    return not _is_abbreviation(word, after_space.group(1))
+
+
+def _starts_sentence(char: str) -> bool:
+    uncased_letter = char.isalpha() and char.lower() == char.upper()  # Hangul, Arabic, Thai...
+    return char.isupper() or char.isdigit() or uncased_letter or char in _OPENERS or is_cjk(char)
+
+
+def _is_abbreviation(word: str, next_char: str) -> bool:
+    lowered = word.lower()
+    if lowered in _ABBREVIATIONS or _DOTTED_ABBREVIATION.fullmatch(word):
+        return True
+    if lowered in _NUMBER_ABBREVIATIONS:
+        return next_char.isdigit()
+    return len(word) == 1 and word.isupper() and word != "I"  # an initial: "J. K. Rowling"
+
+
+def _clause_units(text: str) -> list[str]:
+    """Substrings that each end after a clause mark (and its spaces), or at the end."""
+    units, start = [], 0
+    for match in _CLAUSE.finditer(text):
+        units.append(text[start:match.end()])
+        start = match.end()
+    return units + [text[start:]] if start < len(text) else units
+
+
+def _word_units(text: str) -> list[str]:
+    """Words (or single CJK characters), each with the whitespace before it."""
+    return _WORD.findall(text)
+
+
+_SPLITTERS: list[Callable[[str], list[str]]] = [_clause_units, _word_units]
+
+
+def _fit(text: str, max_chars: int, level: int) -> list[str]:
+    """Cut an overlong sentence at the coarsest boundaries that make it fit."""
+    if len(text.strip()) <= max_chars or level == len(_SPLITTERS):
+        return [text]
+    chunks: list[str] = []
+    current = ""
+    for unit in _SPLITTERS[level](text):
+        if current and len((current + unit).strip()) > max_chars:
+            chunks.append(current)
+            current = ""
+        current += unit
+    chunks.append(current)
+    return [part for chunk in chunks for part in _fit(chunk, max_chars, level + 1)]
+
+
+def _glued(left: str, right: str) -> bool:
+    """Whether ``left + right`` would run two Latin-script words/sentences together."""
+    if not left or not right:
+        return False
+    end, begin = left[-1], right[0]
+    left_ok = not end.isspace() and not is_cjk(end) and end not in _OPENERS
+    right_ok = (begin.isalnum() and not is_cjk(begin)) or begin in "\"'“‘(["
+    return left_ok and right_ok
+

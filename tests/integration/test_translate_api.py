@@ -1,0 +1,195 @@
+"""End to end: a real `mtserve serve` with the real small model, over HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.model
+
+TIMEOUT = httpx.Timeout(120.0)
+
+
+def post(url: str, path: str, **kwargs) -> httpx.Response:
+    return httpx.post(f"{url}{path}", timeout=TIMEOUT, **kwargs)
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+def test_zh_to_en_keeps_the_content_words(live_server):
+    r = post(live_server, "/translate", json={"q": "请在会议开始前把报告发给我。", "source": "zh", "target": "en"})
+    assert r.status_code == 200, r.text
+    text = r.json()["translatedText"]
+    assert {"report", "meeting"} <= words(text), text
+    assert "detectedLanguage" not in r.json()
+    assert r.headers["x-request-id"]
+
+
+@pytest.mark.parametrize(
+    "source_text, expected",
+    [
+        ("我每天早上喝一杯咖啡。", {"coffee"}),
+        ("这本书非常有意思。", {"book"}),
+        ("明天我们去北京。", {"beijing", "tomorrow"}),
+    ],
+)
+def test_everyday_sentences(live_server, source_text, expected):
+    r = post(live_server, "/translate", json={"q": source_text, "source": "zh", "target": "en"})
+    assert r.status_code == 200, r.text
+    assert expected <= words(r.json()["translatedText"]), r.json()
+
+
+def test_list_input_and_auto_detection(live_server):
+    q = ["我喜欢猫。", "今天很冷。"]
+    r = post(live_server, "/translate", json={"q": q, "source": "auto", "target": "en"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert isinstance(body["translatedText"], list) and len(body["translatedText"]) == 2
+    assert "cat" in " ".join(words(body["translatedText"][0]))
+    assert "cold" in words(body["translatedText"][1])
+    assert [d["language"] for d in body["detectedLanguage"]] == ["zh", "zh"]
+    assert all(d["confidence"] > 50 for d in body["detectedLanguage"])
+
+
+def test_form_data_like_libretranslate_clients_send(live_server):
+    r = post(live_server, "/translate", data={"q": "我喜欢音乐。", "source": "zh", "target": "en"})
+    assert r.status_code == 200, r.text
+    assert "music" in words(r.json()["translatedText"])
+
+
+def test_paragraphs_and_surrounding_whitespace_survive(live_server):
+    q = "  我喜欢猫。他喜欢狗。\n\n今天很冷。\n"
+    r = post(live_server, "/translate", json={"q": q, "source": "zh", "target": "en"})
+    text = r.json()["translatedText"]
+    assert text.startswith("  ") and text.endswith("\n")
+    paragraphs = text.strip().split("\n\n")
+    assert len(paragraphs) == 2, text
+    assert "cold" in words(paragraphs[1])
+    assert "\n" not in paragraphs[0]
+
+
+def test_html_keeps_its_markup(live_server):
+    q = '<p class="x">我喜欢<b>猫</b>。</p><script>var a = "不要翻译";</script>'
+    r = post(live_server, "/translate", json={"q": q, "source": "zh", "target": "en", "format": "html"})
+    assert r.status_code == 200, r.text
+    out = r.json()["translatedText"]
+    assert re.fullmatch(r'<p class="x">[^<]+<b>[^<]+</b>[^<]*</p><script>var a = "不要翻译";</script>', out), out
+    assert "cat" in words(out)
+
+
+def test_alternatives(live_server):
+    r = post(live_server, "/translate",
+             json={"q": "他很高兴。", "source": "zh", "target": "en", "alternatives": 2})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert isinstance(body["alternatives"], list) and len(body["alternatives"]) <= 2
+    assert all(isinstance(a, str) and a and a != body["translatedText"] for a in body["alternatives"])
+
+
+def test_en_to_zh(live_server):
+    r = post(live_server, "/translate", json={"q": "I like cats.", "source": "en", "target": "zh"})
+    assert r.status_code == 200
+    assert "猫" in r.json()["translatedText"]
+
+
+def test_languages_and_detect(live_server):
+    langs = httpx.get(f"{live_server}/languages", timeout=TIMEOUT).json()
+    by_code = {l["code"]: l for l in langs}
+    assert by_code["zh"]["name"] == "Chinese" and "en" in by_code["zh"]["targets"]
+    assert "zh" not in by_code["zh"]["targets"]
+    detected = post(live_server, "/detect", data={"q": "这是一个测试。"}).json()
+    assert detected[0]["language"] == "zh" and detected[0]["confidence"] > 50
+    assert post(live_server, "/detect", json={"q": "Hello"}).json()[0]["language"] == "en"
+
+
+def test_sse_stream_sends_deltas_then_the_final_text(live_server):
+    events = []
+    with httpx.stream("POST", f"{live_server}/translate/stream", timeout=TIMEOUT,
+                      json={"q": "我喜欢喝茶。", "source": "auto", "target": "en"}) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        kind = None
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                kind = line.split(":", 1)[1].strip()
+            elif line.startswith("data:"):
+                events.append((kind, json.loads(line.split(":", 1)[1])))
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "detected" and events[0][1]["language"] == "zh"
+    assert kinds[-1] == "done" and kinds.count("delta") >= 2
+    streamed = "".join(d["text"] for k, d in events if k == "delta")
+    final = events[-1][1]["translatedText"]
+    assert "tea" in words(final)
+    assert words(final) <= words(streamed) | {""}
+
+
+def test_health_and_metrics(live_server):
+    health = httpx.get(f"{live_server}/health", timeout=TIMEOUT)
+    assert health.status_code == 200 and health.json()["ready"] is True
+    assert httpx.get(f"{live_server}/health/live").json() == {"live": True}
+    metrics = httpx.get(f"{live_server}/metrics").text
+    for name in ("mtserve_requests_total", "mtserve_request_latency_seconds_bucket",
+                 "mtserve_num_segments_waiting", "mtserve_generated_tokens_total",
+                 "mtserve_cache_hits_total"):
+        assert name in metrics
+
+
+def test_repeated_text_is_served_from_the_cache(live_server):
+    q = {"q": "缓存测试的句子。", "source": "zh", "target": "en"}
+    first = post(live_server, "/translate", json=q).json()["translatedText"]
+    before = _metric(live_server, "mtserve_cache_hits_total")
+    second = post(live_server, "/translate", json=q).json()["translatedText"]
+    assert second == first
+    assert _metric(live_server, "mtserve_cache_hits_total") == before + 1
+
+
+def _metric(url: str, name: str) -> float:
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+@pytest.mark.parametrize(
+    "kwargs, status, fragment",
+    [
+        ({"json": {"q": "你好"}}, 400, "target"),
+        ({"json": {"q": "你好", "source": "zh", "target": "xx"}}, 400, "not supported"),
+        ({"json": {"q": [], "target": "en"}}, 400, "empty list"),
+        ({"json": {"q": "你好", "target": "en", "format": "pdf"}}, 400, "format"),
+        ({"json": {"q": "你" * 10001, "target": "en"}}, 413, "limit is 10000"),
+        ({"json": {"q": ["a"] * 65, "target": "en"}}, 413, "batch limit"),
+        ({"json": {"q": "你好", "target": "en", "alternatives": 99}}, 400, "alternatives"),
+        ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 400, "not valid JSON"),
+        ({"content": b"[1, 2]", "headers": {"content-type": "application/json"}}, 400, "object"),
+        ({"content": b"q=hi", "headers": {"content-type": "text/plain"}}, 400, "JSON"),
+    ],
+)
+def test_bad_input_gets_a_clear_json_error(live_server, kwargs, status, fragment):
+    r = post(live_server, "/translate", **kwargs)
+    assert r.status_code == status, r.text
+    assert fragment in r.json()["error"]
+
+
+def test_unknown_routes_and_methods_are_json_errors(live_server):
+    r = httpx.get(f"{live_server}/nope")
+    assert r.status_code == 404 and "no such endpoint" in r.json()["error"]
+    r = httpx.get(f"{live_server}/translate")
+    assert r.status_code == 405 and "error" in r.json()
+
+
+def test_openapi_and_docs(live_server):
+    spec = httpx.get(f"{live_server}/openapi.json").json()
+    assert {"/translate", "/translate/stream", "/languages", "/detect", "/health"} <= set(spec["paths"])
+    assert httpx.get(f"{live_server}/docs").status_code == 200
+
+
+def test_the_webui_page_is_served(live_server):
+    page = httpx.get(f"{live_server}/")
+    assert page.status_code == 200 and "<html" in page.text.lower()
+    assert httpx.get(f"{live_server}/static/app.js").status_code == 200

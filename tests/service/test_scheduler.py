@@ -1,0 +1,208 @@
+"""The scheduler with a test double engine: ordering, fairness, deadlines, backpressure, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from mtserve.engines.base import EngineError, TranslationRequest
+from mtserve.service.scheduler import DeadlineExceeded, QueueFull, Scheduler
+from tests.fakes import FakeEngine
+
+
+def req(text: str) -> TranslationRequest:
+    return TranslationRequest(text=text, source="zh", target="en")
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def started(engine: FakeEngine, **kwargs) -> Scheduler:
+    scheduler = Scheduler(engine.translate, concurrency=engine.max_concurrency,
+                          max_queue=kwargs.pop("max_queue", 8), **kwargs)
+    await scheduler.start()
+    return scheduler
+
+
+@pytest.mark.parametrize("slots", [1, 2, 4])
+def test_results_come_back_in_submission_order(slots):
+    async def main():
+        engine = FakeEngine(delay_s=0.01, slots=slots)
+        scheduler = await started(engine)
+        texts = [f"s{i}" for i in range(12)]
+        async with scheduler.ticket(10) as ticket:
+            outcomes = await ticket.wait([ticket.submit(req(t)) for t in texts])
+        await scheduler.stop()
+        return engine, [o.result.text for o in outcomes]
+
+    engine, outputs = run(main())
+    assert outputs == [f"<en>s{i}" for i in range(12)]
+    assert engine.peak_in_flight <= slots
+
+
+def test_concurrency_uses_every_slot():
+    async def main():
+        engine = FakeEngine(delay_s=0.1, slots=3)
+        scheduler = await started(engine)
+        async with scheduler.ticket(10) as ticket:
+            await ticket.wait([ticket.submit(req(f"x{i}")) for i in range(6)])
+        await scheduler.stop()
+        return engine
+
+    assert run(main()).peak_in_flight == 3
+
+
+def test_a_short_request_is_not_stuck_behind_a_long_document():
+    """Round-robin across tickets: the one-line request runs after at most one document segment."""
+
+    async def main():
+        engine = FakeEngine(delay_s=0.02, slots=1)
+        scheduler = await started(engine)
+
+        async def document():
+            async with scheduler.ticket(30) as ticket:
+                await ticket.wait([ticket.submit(req(f"doc{i}")) for i in range(20)])
+
+        async def short():
+            await asyncio.sleep(0.03)  # arrives while the document is being decoded
+            async with scheduler.ticket(30) as ticket:
+                await ticket.wait([ticket.submit(req("short"))])
+
+        await asyncio.gather(document(), short())
+        await scheduler.stop()
+        return [c.text for c in engine.calls]
+
+    order = run(main())
+    assert order.index("short") <= 3, order
+    assert [t for t in order if t.startswith("doc")] == [f"doc{i}" for i in range(20)]
+
+
+def test_full_queue_refuses_at_once_with_retry_after():
+    async def main():
+        engine = FakeEngine(delay_s=0.2, slots=1)
+        scheduler = await started(engine, max_queue=2)
+        holders = []
+        gate = asyncio.Event()
+
+        async def hold():
+            async with scheduler.ticket(10) as ticket:
+                holders.append(ticket)
+                fut = ticket.submit(req("hold"))
+                await gate.wait()
+                await ticket.wait([fut])
+
+        tasks = [asyncio.create_task(hold()) for _ in range(2)]
+        while len(holders) < 2:
+            await asyncio.sleep(0.01)
+        t0 = time.monotonic()
+        with pytest.raises(QueueFull) as info:
+            async with scheduler.ticket(10):
+                pass
+        refused_in = time.monotonic() - t0
+        gate.set()
+        await asyncio.gather(*tasks)
+        # capacity is back once the holders are done
+        async with scheduler.ticket(10) as ticket:
+            await ticket.wait([ticket.submit(req("after"))])
+        await scheduler.stop()
+        return info.value, refused_in
+
+    error, refused_in = run(main())
+    assert error.retry_after_s >= 1
+    assert refused_in < 0.1
+
+
+def test_deadline_raises_and_cancels_the_running_work():
+    async def main():
+        engine = FakeEngine(delay_s=1.0, slots=1)
+        scheduler = await started(engine)
+        t0 = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            async with scheduler.ticket(0.2) as ticket:
+                await ticket.wait([ticket.submit(req("slow")), ticket.submit(req("queued"))])
+        elapsed = time.monotonic() - t0
+        await asyncio.sleep(0.3)  # let the engine thread notice its token
+        await scheduler.stop()
+        return engine, elapsed
+
+    engine, elapsed = run(main())
+    assert elapsed < 0.6
+    assert engine.cancelled == ["slow"]
+    assert [c.text for c in engine.calls] == ["slow"]  # the queued one never ran
+
+
+def test_cancelling_the_caller_stops_the_engine_and_frees_the_slot():
+    async def main():
+        engine = FakeEngine(delay_s=1.0, slots=1, delays={"next": 0.0})
+        scheduler = await started(engine)
+
+        async def caller():
+            async with scheduler.ticket(10) as ticket:
+                await ticket.wait([ticket.submit(req("abandoned"))])
+
+        task = asyncio.create_task(caller())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        t0 = time.monotonic()
+        async with scheduler.ticket(10) as ticket:
+            [outcome] = await ticket.wait([ticket.submit(req("next"))])
+        waited = time.monotonic() - t0
+        await scheduler.stop()
+        return engine, outcome, waited, scheduler.admitted
+
+    engine, outcome, waited, admitted = run(main())
+    assert engine.cancelled == ["abandoned"]
+    assert outcome.result.text == "<en>next"
+    assert waited < 1.0  # it did not wait for the abandoned decode to finish
+    assert admitted == 0
+
+
+def test_an_engine_error_fails_only_its_own_request():
+    async def main():
+        engine = FakeEngine(delay_s=0.01, slots=2, fail_on="bad")
+        scheduler = await started(engine)
+
+        async def one(text):
+            async with scheduler.ticket(10) as ticket:
+                [outcome] = await ticket.wait([ticket.submit(req(text))])
+                return outcome.result.text
+
+        results = await asyncio.gather(one("good1"), one("bad"), one("good2"), return_exceptions=True)
+        await scheduler.stop()
+        return results
+
+    good1, bad, good2 = run(main())
+    assert good1 == "<en>good1" and good2 == "<en>good2"
+    assert isinstance(bad, EngineError)
+
+
+def test_deltas_reach_the_event_loop_in_order():
+    async def main():
+        engine = FakeEngine(delay_s=0.05, slots=1)
+        scheduler = await started(engine)
+        seen: list[str] = []
+        async with scheduler.ticket(10) as ticket:
+            [outcome] = await ticket.wait([ticket.submit(req("streamed text"), on_delta=seen.append)])
+        await asyncio.sleep(0)  # callbacks scheduled with call_soon_threadsafe
+        await scheduler.stop()
+        return "".join(seen), outcome.result.text
+
+    streamed, final = run(main())
+    assert streamed == final == "<en>streamed text"
+
+
+def test_a_lone_request_on_an_idle_engine_does_not_wait():
+    async def main():
+        engine = FakeEngine(delay_s=0.0, slots=1)
+        scheduler = await started(engine)
+        async with scheduler.ticket(10) as ticket:
+            [outcome] = await ticket.wait([ticket.submit(req("alone"))])
+        await scheduler.stop()
+        return outcome
+
+    assert run(main()).queue_ms < 50
