@@ -1,0 +1,167 @@
+"""API behaviour under load, deadlines and disconnects: a real uvicorn on loopback, a test double engine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+
+from mtserve.api.app import create_app
+from mtserve.settings import Settings
+from tests.conftest import free_port
+from tests.fakes import FakeEngine
+
+
+@contextlib.contextmanager
+def serve(engine: FakeEngine, **settings):
+    port = free_port()
+    app = create_app(Settings(port=port, **settings), engine=engine)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
+                                           lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        time.sleep(0.05)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def translate(url, q="你好。", **kw):
+    return httpx.post(f"{url}/translate", json={"q": q, "source": "zh", "target": "en", **kw}, timeout=30)
+
+
+def test_sentences_are_split_scheduled_and_reassembled_in_order():
+    engine = FakeEngine(slots=2)
+    with serve(engine) as url:
+        r = translate(url, q="第一句。第二句！\n\n第三句？")
+    assert r.status_code == 200
+    assert r.json()["translatedText"] == "<en>第一句。 <en>第二句！\n\n<en>第三句？"
+    assert sorted(c.text for c in engine.calls) == ["第一句。", "第三句？", "第二句！"]
+
+
+def test_full_queue_answers_503_with_retry_after():
+    engine = FakeEngine(delay_s=1.5, slots=1)
+    with serve(engine, max_queue=1) as url:
+        async def burst():
+            async with httpx.AsyncClient(timeout=30) as client:
+                first = asyncio.create_task(
+                    client.post(f"{url}/translate", json={"q": "慢。", "source": "zh", "target": "en"}))
+                await asyncio.sleep(0.3)
+                second = await client.post(f"{url}/translate",
+                                           json={"q": "快。", "source": "zh", "target": "en"})
+                return await first, second
+
+        first, second = asyncio.run(burst())
+    assert first.status_code == 200
+    assert second.status_code == 503
+    assert int(second.headers["retry-after"]) >= 1
+    assert "capacity" in second.json()["error"]
+
+
+def test_deadline_answers_504_and_cancels_engine_work():
+    engine = FakeEngine(delay_s=3.0, slots=1)
+    with serve(engine, request_timeout_s=0.5) as url:
+        t0 = time.monotonic()
+        r = translate(url, q="很慢的句子。")
+        elapsed = time.monotonic() - t0
+        time.sleep(0.5)
+    assert r.status_code == 504 and "deadline" in r.json()["error"]
+    assert elapsed < 2.0
+    assert engine.cancelled == ["很慢的句子。"]
+
+
+def test_client_disconnect_cancels_the_work():
+    engine = FakeEngine(delay_s=5.0, slots=1)
+    with serve(engine) as url:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/translate", json={"q": "没人等的句子。", "source": "zh", "target": "en"},
+                       timeout=httpx.Timeout(0.5))
+        deadline = time.monotonic() + 3
+        while not engine.cancelled and time.monotonic() < deadline:
+            time.sleep(0.05)
+        health = httpx.get(f"{url}/health").json()
+    assert engine.cancelled == ["没人等的句子。"]
+    assert health["queue"]["admitted"] == 0
+
+
+def test_streaming_disconnect_cancels_the_work():
+    engine = FakeEngine(delay_s=5.0, slots=1)
+    with serve(engine) as url:
+        with httpx.stream("POST", f"{url}/translate/stream", timeout=10,
+                          json={"q": "流式的句子。", "source": "zh", "target": "en"}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data:"):
+                    break  # got the first delta; hang up
+        deadline = time.monotonic() + 3
+        while not engine.cancelled and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert engine.cancelled == ["流式的句子。"]
+
+
+def test_an_engine_failure_is_a_500_json_error_with_the_request_id():
+    engine = FakeEngine(slots=2, fail_on="坏")
+    with serve(engine) as url:
+        bad = translate(url, q="坏句子。")
+        good = translate(url, q="好句子。")
+    assert bad.status_code == 500
+    assert bad.headers["x-request-id"] in bad.json()["error"]
+    assert good.status_code == 200
+
+
+def test_not_ready_while_the_model_loads():
+    class SlowLoading(FakeEngine):
+        def load(self):
+            time.sleep(2)
+            super().load()
+
+    engine = SlowLoading()
+    port = free_port()
+    app = create_app(Settings(port=port), engine=engine)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.TransportError):
+                live = httpx.get(f"{url}/health/live", timeout=1)
+                break
+            time.sleep(0.05)
+        health = httpx.get(f"{url}/health")
+        r = translate(url)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert live.status_code == 200
+    assert health.status_code == 503 and health.json()["status"] == "loading"
+    assert r.status_code == 503 and "loading" in r.json()["error"] and r.headers["retry-after"]
+
+
+def test_same_source_and_target_returns_the_text_untouched():
+    engine = FakeEngine()
+    with serve(engine) as url:
+        r = httpx.post(f"{url}/translate", json={"q": "Hello.", "source": "en", "target": "en"})
+    assert r.json()["translatedText"] == "Hello."
+    assert engine.calls == []
+
+
+def test_punctuation_only_segments_never_reach_the_engine():
+    engine = FakeEngine()
+    with serve(engine) as url:
+        r = translate(url, q="<b>你好</b>！", format="html")
+    assert r.json()["translatedText"] == "<b>&lt;en&gt;你好</b>!"  # engine output is text, so escaped
+    assert [c.text for c in engine.calls] == ["你好"]

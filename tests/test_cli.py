@@ -1,0 +1,61 @@
+"""The `mtserve` command as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import TEST_MODEL
+
+
+def mtserve(*args: str, stdin: str | None = None, timeout: int = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtserve.cli", *args], input=stdin, text=True,
+                          capture_output=True, timeout=timeout, env={**os.environ})
+
+
+@pytest.mark.model
+def test_translate_reads_stdin_line_by_line_keeping_empty_lines(model_path):
+    result = mtserve("translate", "--source", "zh", "--target", "en", "--model", TEST_MODEL,
+                     stdin="我喜欢猫。\n\n今天很冷。\n")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+    assert "cat" in lines[0].lower() and "cold" in lines[2].lower()
+
+
+@pytest.mark.model
+def test_translate_a_text_argument_with_auto_source(model_path):
+    result = mtserve("translate", "我喜欢音乐。", "--model", TEST_MODEL)
+    assert result.returncode == 0, result.stderr
+    assert "music" in result.stdout.lower()
+
+
+def test_models_list_shows_known_models():
+    result = mtserve("models", "list")
+    assert result.returncode == 0
+    assert "qwen2.5-coder-1.5b-instruct-q4_k_m" in result.stdout and "(default)" in result.stdout
+
+
+def test_unknown_model_is_a_clear_error():
+    result = mtserve("translate", "你好", "--model", "no-such-model")
+    assert result.returncode == 2
+    assert "neither a known model name" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_model_names_the_command_to_run(tmp_path):
+    result = mtserve("models", "path", "qwen2.5-coder-1.5b-instruct-q4_k_m", "--home", str(tmp_path))
+    assert result.returncode == 2
+    assert "mtserve models pull qwen2.5-coder-1.5b-instruct-q4_k_m" in result.stderr
+
+
+def test_settings_markdown_lists_every_setting():
+    from mtserve.settings import Settings
+
+    result = mtserve("settings", "--markdown")
+    assert result.returncode == 0
+    for name in Settings.model_fields:
+        assert f"`MTSERVE_{name.upper()}`" in result.stdout

@@ -1,0 +1,251 @@
+"""End-to-end checks of the WebUI in a real headless Chromium.
+
+Runs against the ``live_server`` fixture (a real mtserve with a real small model,
+provided by tests/conftest.py). The model runs on CPU here, so waits for a real
+translation allow up to two minutes. Checks that only exercise the page's own
+logic (error display, character limit, layout) fake the API with ``page.route``
+so they stay fast.
+
+Chromium is the system one (/usr/bin/chromium); no browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.webui
+
+from playwright import sync_api  # noqa: E402  (a test dependency: `make test` installs it)
+
+CHROMIUM = "/usr/bin/chromium"
+# The closed network refuses Chromium's background connections; these keep it quiet.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+SOURCE_TEXT = "请在会议开始前把报告发给我。"
+MODEL_TIMEOUT_MS = 120_000  # a real (slow, CPU) translation
+UI_TIMEOUT_MS = 15_000      # anything that does not wait for the model
+SCREENSHOT = "/tmp/webui.png"
+SCREENSHOT_DARK = "/tmp/webui-dark.png"
+
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+# True once a translation has finished streaming (output present, nothing in flight).
+TRANSLATION_FINISHED = """() => {
+  const out = document.querySelector('#target-text').textContent;
+  return out.trim().length > 0 && !document.querySelector('#status').classList.contains('busy');
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium is not installed at {CHROMIUM}; `make test` installs Debian's chromium")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def new_page(browser):
+    """Factory for a page in a fresh context; JS errors on any page fail the test."""
+    contexts = []
+    errors: list[str] = []
+
+    def make(**context_options):
+        options = {"viewport": {"width": 1280, "height": 800}, "locale": "en-US"}
+        options.update(context_options)
+        ctx = browser.new_context(**options)
+        ctx.set_default_timeout(UI_TIMEOUT_MS)
+        contexts.append(ctx)
+        pg = ctx.new_page()
+        pg.on("pageerror", lambda exc: errors.append(str(exc)))
+        return pg
+
+    make.errors = errors
+    yield make
+    for ctx in contexts:
+        ctx.close()
+
+
+@pytest.fixture
+def page(new_page):
+    new_page.errors.clear()
+    pg = new_page()
+    yield pg
+    assert not new_page.errors, f"JavaScript errors on the page: {new_page.errors}"
+    pg.context.close()
+
+
+def open_ui(pg, base_url: str, query: str = "") -> None:
+    pg.goto(f"{base_url}/{query}")
+    # app.js marks the body once languages and settings are loaded.
+    pg.wait_for_selector("body[data-ready='true']", state="attached")
+
+
+def query_params(url: str) -> dict[str, str]:
+    return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
+
+
+def sse(*events: tuple[str, dict]) -> str:
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+# ---------------------------------------------------------------- real model
+
+
+def test_translate_as_you_type(page, live_server):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
+    open_ui(page, live_server)
+
+    # The page's static assets and the language lists came from the server.
+    assert page.locator("#source-lang option").first.get_attribute("value") == "auto"
+    page.select_option("#source-lang", "zh")
+    page.select_option("#target-lang", "en")
+
+    page.fill("#source-text", SOURCE_TEXT)
+    page.wait_for_function(
+        """() => /report/i.test(document.querySelector('#target-text').textContent)
+                 && !document.querySelector('#status').classList.contains('busy')""",
+        timeout=MODEL_TIMEOUT_MS,
+    )
+    translation = page.text_content("#target-text")
+    assert re.search(r"report", translation, re.IGNORECASE), translation
+    assert not CJK.search(translation), f"translation still has Chinese: {translation!r}"
+    assert page.is_hidden("#error")
+    assert "Translated" in page.text_content("#status")
+
+    # URL state (updated with a short debounce).
+    page.wait_for_function("() => new URLSearchParams(location.search).get('q') !== null")
+    params = query_params(page.url)
+    assert params.get("q") == SOURCE_TEXT
+    assert params.get("source") == "zh"
+    assert params.get("target") == "en"
+
+    # Character counter: 14 code points, against the server's limit (or unlimited).
+    counter = page.text_content("#char-count").strip()
+    assert re.match(rf"^{len(SOURCE_TEXT)}(\s*/\s*[\d,.\s]+|\s+characters)$", counter), counter
+    assert "over" not in (page.get_attribute("#char-count", "class") or "")
+
+    # For a human to look at: light, then dark (after the colour transitions settle).
+    page.screenshot(path=SCREENSHOT, full_page=True)
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_timeout(500)
+    page.screenshot(path=SCREENSHOT_DARK, full_page=True)
+    page.emulate_media(color_scheme="light")
+
+    # Copy button with feedback.
+    page.click("#copy")
+    page.wait_for_function("() => document.querySelector('#copy').textContent.includes('Copied')")
+    assert page.evaluate("navigator.clipboard.readText()") == translation
+
+
+def test_query_in_url_translates_on_load(page, live_server):
+    open_ui(page, live_server, "?" + urllib.parse.urlencode(
+        {"source": "zh", "target": "en", "q": "你好"}))
+
+    assert page.input_value("#source-text") == "你好"
+    assert page.input_value("#source-lang") == "zh"
+    assert page.input_value("#target-lang") == "en"
+
+    page.wait_for_function(TRANSLATION_FINISHED, timeout=MODEL_TIMEOUT_MS)
+    translation = page.text_content("#target-text").strip()
+    assert re.search(r"[A-Za-z]", translation), translation
+    assert not CJK.search(translation), f"translation still has Chinese: {translation!r}"
+    assert page.is_hidden("#error")
+
+
+# ------------------------------------------------- page logic, faked answers
+
+
+def test_server_error_is_shown_then_cleared(page, live_server):
+    page.route("**/translate/stream", lambda route: route.fulfill(
+        status=400, content_type="application/json", body=json.dumps({"error": "boom"})))
+    open_ui(page, live_server, "?source=zh&target=en")
+
+    page.fill("#source-text", "测试")
+    page.wait_for_selector("#error", state="visible")
+    error = page.locator("#error")
+    assert "boom" in error.text_content()
+    assert error.get_attribute("role") == "alert"
+    assert page.text_content("#target-text") == ""
+
+    # The next successful translation clears the message; done replaces deltas.
+    page.unroute("**/translate/stream")
+    page.route("**/translate/stream", lambda route: route.fulfill(
+        status=200, content_type="text/event-stream",
+        body=sse(("delta", {"text": "fake "}), ("delta", {"text": "draft"}),
+                 ("done", {"translatedText": "fake final"}))))
+    page.press("#source-text", "Control+Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#target-text').textContent === 'fake final'")
+    assert page.is_hidden("#error")
+
+
+def test_over_limit_text_is_not_sent(page, live_server):
+    page.route("**/frontend/settings", lambda route: route.fulfill(
+        content_type="application/json",
+        body=json.dumps({"charLimit": 10, "keyRequired": False,
+                         "language": {"source": {"code": "zh", "name": "Chinese"},
+                                      "target": {"code": "en", "name": "English"}}})))
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if "/translate" in r.url else None)
+    open_ui(page, live_server)
+
+    page.fill("#source-text", "一二三四五六七八九十十一")  # 12 > 10
+    page.wait_for_selector("#error", state="visible")
+    assert "limit" in page.text_content("#error")
+    assert page.text_content("#char-count").strip() == "12 / 10"
+    assert "over" in page.get_attribute("#char-count", "class")
+    page.press("#source-text", "Control+Enter")
+    page.wait_for_timeout(800)  # longer than the debounce
+    assert sent == []
+
+    # Emptying the box clears everything without a request either.
+    page.fill("#source-text", "")
+    page.wait_for_timeout(800)
+    assert sent == []
+    assert page.is_hidden("#error")
+    assert page.text_content("#target-text") == ""
+
+
+# ----------------------------------------------------------------- layout
+
+
+def test_panes_side_by_side_on_desktop(page, live_server):
+    open_ui(page, live_server)
+    src = page.locator("#source-text").bounding_box()
+    tgt = page.locator("#target-text").bounding_box()
+    assert src["x"] + src["width"] <= tgt["x"]
+    assert abs(src["y"] - tgt["y"]) < 5
+    docs = page.locator("footer a[href='/docs']")
+    assert docs.is_visible()
+
+
+def test_panes_stack_on_phone(new_page, live_server):
+    new_page.errors.clear()
+    pg = new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    open_ui(pg, live_server)
+    src = pg.locator("#source-text").bounding_box()
+    tgt = pg.locator("#target-text").bounding_box()
+    assert src["y"] + src["height"] <= tgt["y"], (src, tgt)
+    # Nothing sticks out sideways.
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+    for selector in ("#source-lang", "#target-lang", "#swap", "#copy"):
+        assert pg.locator(selector).is_visible(), selector
+    assert not new_page.errors, new_page.errors
+    pg.context.close()
