@@ -181,7 +181,16 @@ async def translate(request: Request):
     if req.alternatives:
         alts = [r.alternatives for r in results]
         body["alternatives"] = alts[0] if single else alts
-    return JSONResponse(body)
+    return JSONResponse(body, headers={"Server-Timing": server_timing(usage)})
+
+
+def server_timing(usage: Usage) -> str:
+    """Where the time went, for benchmarks and browser dev tools (W3C Server-Timing)."""
+    return (
+        f"queue;dur={usage.queue_ms:.1f}, engine;dur={usage.engine_ms:.1f}, "
+        f'segments;desc="{usage.segments} segments, {usage.cached_segments} cached, '
+        f'{usage.generated_tokens} tokens"'
+    )
 
 
 async def _stream(request: Request, req: TranslateRequest):
