@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import itertools
 import logging
 import time
@@ -70,6 +71,11 @@ class Job:
     enqueued_at: float = field(default_factory=time.monotonic)
 
 
+class Priority(enum.IntEnum):
+    INTERACTIVE = 0  # API and WebUI requests
+    BACKGROUND = 1  # document jobs: they run only when no interactive work waits
+
+
 @dataclass(eq=False)
 class Ticket:
     """One request's share of the scheduler."""
@@ -77,6 +83,7 @@ class Ticket:
     id: int
     deadline: float  # time.monotonic() seconds
     scheduler: "Scheduler"
+    priority: Priority = Priority.INTERACTIVE
     pending: deque[Job] = field(default_factory=deque)
     running: set[Job] = field(default_factory=set)
     closed: bool = False
@@ -123,7 +130,9 @@ class Scheduler:
         self.max_queue = max(1, max_queue)
         self.metrics = metrics
         self._tickets: set[Ticket] = set()
-        self._ready: deque[Ticket] = deque()  # tickets with pending jobs, round-robin order
+        # Tickets with pending jobs, round-robin order, one queue per priority class:
+        # interactive requests always go before background work such as document jobs.
+        self._ready: dict[Priority, deque[Ticket]] = {p: deque() for p in Priority}
         self._wakeup = asyncio.Event()
         self._workers: list[asyncio.Task] = []
         self._executor: ThreadPoolExecutor | None = None
@@ -164,12 +173,13 @@ class Scheduler:
         return max(1, round(per_segment * waiting / self.concurrency))
 
     @contextlib.asynccontextmanager
-    async def ticket(self, timeout_s: float) -> AsyncIterator[Ticket]:
+    async def ticket(self, timeout_s: float, priority: Priority = Priority.INTERACTIVE) -> AsyncIterator[Ticket]:
         if self._stopping:
             raise SchedulerStopped("the service is shutting down")
         if len(self._tickets) >= self.max_queue:
             raise QueueFull(self.retry_after_s())
-        ticket = Ticket(id=next(self._ids), deadline=time.monotonic() + timeout_s, scheduler=self)
+        ticket = Ticket(id=next(self._ids), deadline=time.monotonic() + timeout_s, scheduler=self,
+                        priority=priority)
         self._tickets.add(ticket)
         self._gauge()
         try:
@@ -184,7 +194,7 @@ class Scheduler:
         future = asyncio.get_running_loop().create_future()
         job = Job(request=request, ticket=ticket, future=future, on_delta=on_delta)
         if not ticket.pending:
-            self._ready.append(ticket)
+            self._ready[ticket.priority].append(ticket)
         ticket.pending.append(job)
         self._wakeup.set()
         self._gauge()
@@ -202,19 +212,20 @@ class Scheduler:
         for job in ticket.running:
             job.cancel.cancel()
         with contextlib.suppress(ValueError):
-            self._ready.remove(ticket)
+            self._ready[ticket.priority].remove(ticket)
         self._tickets.discard(ticket)
         self._gauge()
 
     def _next_job(self) -> Job | None:
-        while self._ready:
-            ticket = self._ready.popleft()
-            if ticket.closed or not ticket.pending:
-                continue
-            job = ticket.pending.popleft()
-            if ticket.pending:
-                self._ready.append(ticket)
-            return job
+        for ready in self._ready.values():  # Priority order: interactive first
+            while ready:
+                ticket = ready.popleft()
+                if ticket.closed or not ticket.pending:
+                    continue
+                job = ticket.pending.popleft()
+                if ticket.pending:
+                    ready.append(ticket)
+                return job
         return None
 
     async def _worker(self, index: int) -> None:

@@ -17,7 +17,7 @@ from typing import AsyncIterator, Callable
 from mtserve.engines.base import Engine, TranslationRequest
 from mtserve.service.cache import CacheKey, TranslationCache
 from mtserve.service.metrics import Metrics
-from mtserve.service.scheduler import Scheduler, Ticket
+from mtserve.service.scheduler import Priority, Scheduler, Ticket
 from mtserve.settings import Settings
 from mtserve.text.cleanup import clean_translation, strip_special_tokens
 from mtserve.text.detect import Detection, LanguageDetector
@@ -158,6 +158,7 @@ class TranslationService:
         alternatives: int = 0,
         timeout_s: float | None = None,
         usage: Usage | None = None,
+        priority: Priority = Priority.INTERACTIVE,
     ) -> list[Translation]:
         """Translate texts as one request: one ticket, one deadline, all segments fair-queued."""
         usage = usage if usage is not None else Usage()
@@ -165,7 +166,7 @@ class TranslationService:
         resolved = [self.resolve_source(t, source, target) for t in texts]
         for src, _ in resolved:
             self.check_pair(src, target)
-        async with self.scheduler.ticket(timeout_s) as ticket:
+        async with self.scheduler.ticket(timeout_s, priority) as ticket:
             jobs = [
                 self._translate_one(ticket, text, src, target, fmt, usage)
                 for text, (src, _) in zip(texts, resolved)

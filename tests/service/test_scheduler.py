@@ -206,3 +206,29 @@ def test_a_lone_request_on_an_idle_engine_does_not_wait():
         return outcome
 
     assert run(main()).queue_ms < 50
+
+
+def test_interactive_requests_go_before_background_work():
+    from mtserve.service.scheduler import Priority
+
+    async def main():
+        engine = FakeEngine(delay_s=0.02, slots=1)
+        scheduler = await started(engine)
+
+        async def document():
+            async with scheduler.ticket(30, priority=Priority.BACKGROUND) as ticket:
+                await ticket.wait([ticket.submit(req(f"doc{i}")) for i in range(10)])
+
+        async def interactive(i):
+            await asyncio.sleep(0.03)
+            async with scheduler.ticket(30) as ticket:
+                await ticket.wait([ticket.submit(req(f"chat{i}-{j}")) for j in range(3)])
+
+        await asyncio.gather(document(), interactive(0), interactive(1))
+        await scheduler.stop()
+        return [c.text for c in engine.calls]
+
+    order = run(main())
+    chats = [i for i, t in enumerate(order) if t.startswith("chat")]
+    assert chats == list(range(chats[0], chats[0] + 6)), order  # no document segment in between
+    assert chats[0] <= 3
