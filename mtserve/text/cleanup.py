@@ -15,7 +15,8 @@ _SPECIAL_TOKEN = re.compile(
     r"|<\|[^|<>\s]{1,40}\|>|</?s>|\[/?INST\]|<</?SYS>>"
 )
 _END_OF_TURN = re.compile(r"<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|</s>|<\|end\|>")
-_KNOWN_TOKENS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>", "<s>", "[/INST]", "[INST]")
+_KNOWN_TOKENS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>",
+                 "</s>", "<s>", "[/INST]", "[INST]")
 
 _BOLD = r"(?:\*\*|__)?"
 _LABEL = re.compile(

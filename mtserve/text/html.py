@@ -25,6 +25,7 @@ _TAG_NAME = re.compile(r"<[a-zA-Z][^\t\n\r\f />\x00]*(?:\s|/(?!>))*")
 _ATTRIBUTE = re.compile(
     r"""([^\s/>][^\s/=>]*)(\s*=+\s*('[^']*'|"[^"]*"|(?!['"])[^>\s]*))?(?:\s|/(?!>))*"""
 )
+_ENDS_UNQUOTED = re.compile(r"[\s=`/]")  # what an unquoted attribute value cannot contain
 _LEADING_TOKEN = re.compile(r"\s|&#?\w+;?")
 _TRAILING_ENTITY = re.compile(r"&#?\w+;\Z")
 
@@ -35,7 +36,7 @@ class _Slot:
 
     raw: str
     in_attribute: bool
-    add_quotes: bool = False  # an unquoted attribute value that may now contain spaces
+    unquoted: bool = False  # an unquoted attribute value: quote it if the new text needs it
 
 
 @dataclass
@@ -58,7 +59,8 @@ class HtmlDocument:
                 output.append(part.raw)
             else:
                 encoded = html_lib.escape(translation, quote=part.in_attribute)
-                output.append(f'"{encoded}"' if part.add_quotes else encoded)
+                needs_quotes = part.unquoted and (not encoded or _ENDS_UNQUOTED.search(encoded))
+                output.append(f'"{encoded}"' if needs_quotes else encoded)
         return "".join(output)
 
 
@@ -74,22 +76,23 @@ class _Event:
 class _Tokenizer(HTMLParser):
     """Records where every token starts, so the input can be sliced losslessly."""
 
-    def __init__(self, document: str) -> None:
+    def __init__(self, document: str, base: int) -> None:
         super().__init__(convert_charrefs=False)
         self.document = document
-        self.line_starts = [0] + [match.end() for match in re.finditer("\n", document)]
+        self.line_starts = [base] + [base + line.end() for line in re.finditer("\n", document[base:])]
         self.events: list[_Event] = []
 
-    def _offset(self) -> int:
+    def document_position(self) -> int:
+        """Where, in the whole document, the token being handled starts."""
         line, column = self.getpos()
         return self.line_starts[line - 1] + column
 
     def _tag(self, kind: str, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        start = self._offset()
+        start = self.document_position()
         self.events.append(_Event(kind, start, start + len(self.get_starttag_text() or ""), tag, attrs))
 
     def _reference(self, text: str) -> None:
-        start = self._offset()
+        start = self.document_position()
         end = start + len(text)
         end += self.document.startswith(";", end)
         self.events.append(_Event("text", start, end))
@@ -101,10 +104,10 @@ class _Tokenizer(HTMLParser):
         self._tag("void", tag, attrs)
 
     def handle_endtag(self, tag: str) -> None:
-        self.events.append(_Event("end", self._offset(), tag=tag))
+        self.events.append(_Event("end", self.document_position(), tag=tag))
 
     def handle_data(self, data: str) -> None:
-        start = self._offset()
+        start = self.document_position()
         self.events.append(_Event("text", start, start + len(data)))
 
     def handle_entityref(self, name: str) -> None:
@@ -114,18 +117,15 @@ class _Tokenizer(HTMLParser):
         self._reference("&#" + name)
 
     def _markup(self, _: str) -> None:
-        self.events.append(_Event("markup", self._offset()))
+        self.events.append(_Event("markup", self.document_position()))
 
     handle_comment = handle_decl = handle_pi = unknown_decl = _markup
 
 
 def parse_html(html: str) -> HtmlDocument:
     """Split ``html`` into verbatim markup and translatable segments."""
-    tokenizer = _Tokenizer(html)
-    tokenizer.feed(html)
-    tokenizer.close()
     document = HtmlDocument(segments=[])
-    events = _merge_text_runs(tokenizer.events)
+    events = _merge_text_runs(_tokenize(html))
     open_elements: list[tuple[str, bool]] = []  # (tag, its content is not translated)
     cursor = 0
     for index, event in enumerate(events):
@@ -149,6 +149,23 @@ def parse_html(html: str) -> HtmlDocument:
     document.parts.append(html[cursor:])
     document.parts = [part for part in document.parts if part != ""]
     return document
+
+
+def _tokenize(html: str) -> list[_Event]:
+    """Every token with its offset, restarting past what html.parser cannot parse."""
+    events: list[_Event] = []
+    position = 0
+    while True:
+        tokenizer = _Tokenizer(html, position)
+        try:
+            tokenizer.feed(html[position:])
+            tokenizer.close()
+            return events + tokenizer.events
+        except AssertionError:  # html.parser gives up on some malformed "<!" declarations
+            failed_at = tokenizer.document_position()
+            closing = html.find(">", failed_at)
+            position = len(html) if closing < 0 else closing + 1
+            events += tokenizer.events + [_Event("markup", failed_at)]  # a bogus comment
 
 
 def _merge_text_runs(events: list[_Event]) -> list[_Event]:
@@ -179,7 +196,7 @@ def _close(open_elements: list[tuple[str, bool]], tag: str) -> None:
             return
 
 
-def _add_text(document: HtmlDocument, raw: str, in_attribute: bool, add_quotes: bool = False) -> None:
+def _add_text(document: HtmlDocument, raw: str, in_attribute: bool, unquoted: bool = False) -> None:
     """Add the stripped core of ``raw`` as a segment, keeping its edges verbatim."""
     start, end = _core_bounds(raw)
     lead, core, trail = raw[:start], raw[start:end], raw[end:]
@@ -187,7 +204,7 @@ def _add_text(document: HtmlDocument, raw: str, in_attribute: bool, add_quotes: 
     if not text.strip():
         document.parts.append(raw)
         return
-    document.parts += [lead, _Slot(core, in_attribute, add_quotes), trail]
+    document.parts += [lead, _Slot(core, in_attribute, unquoted), trail]
     document.segments.append(text)
 
 
@@ -226,6 +243,6 @@ def _add_tag(document: HtmlDocument, tag_text: str, attrs: list[tuple[str, str |
             continue  # our reading disagrees with the parser's: leave it alone
         value_start = attribute.start(3) + quoted
         document.parts.append(tag_text[copied:value_start])
-        _add_text(document, inner, in_attribute=True, add_quotes=not quoted)
+        _add_text(document, inner, in_attribute=True, unquoted=not quoted)
         copied = value_start + len(inner)
     document.parts.append(tag_text[copied:])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 # Han ideographs, kana, CJK punctuation and fullwidth forms (not U+3000, a space).
 _CJK_CLASS = (
@@ -22,8 +22,7 @@ _CJK_LETTER = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
                          "\uf900-\ufaff\U00020000-\U0003134f]")
 _CJK_LANGS = {"zh", "zt", "ja"}
 
-# Any whitespace run that contains a line break: newlines always end a sentence.
-_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
+_LINE_BREAK = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 _TERMINATORS = ".!?;…。！？；｡"
 _CJK_STRONG = set("。！？；｡")      # end a CJK sentence wherever they appear
@@ -63,10 +62,10 @@ def split_text(text: str, lang: str, max_chars: int = 400) -> list[Piece]:
     cjk = _uses_cjk_rules(text, lang)
     pieces: list[Piece] = []
     position = 0
-    for line_break in _LINE_BREAK.finditer(text):
-        _add_line(pieces, text[position:line_break.start()], cjk, max_chars)
-        _add(pieces, line_break.group(), translate=False)
-        position = line_break.end()
+    for start, end in _line_separators(text):
+        _add_line(pieces, text[position:start], cjk, max_chars)
+        _add(pieces, text[start:end], translate=False)
+        position = end
     _add_line(pieces, text[position:], cjk, max_chars)
     return pieces
 
@@ -108,6 +107,24 @@ def _uses_cjk_rules(text: str, lang: str) -> bool:
     cjk_letters = len(_CJK_LETTER.findall(text))
     other_letters = sum(char.isalnum() for char in text) - cjk_letters
     return cjk_letters > other_letters
+
+
+def _line_separators(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of the whitespace runs holding a line break: newlines always end a sentence.
+
+    Scanned by hand: a regex like ``\\s*\\n\\s*`` is quadratic on long runs of spaces.
+    """
+    end = 0
+    for line_break in _LINE_BREAK.finditer(text):
+        if line_break.start() < end:
+            continue  # already inside the previous run
+        start = line_break.start()
+        while start > end and text[start - 1].isspace():
+            start -= 1
+        end = line_break.end()
+        while end < len(text) and text[end].isspace():
+            end += 1
+        yield start, end
 
 
 def _add(pieces: list[Piece], text: str, translate: bool) -> None:

@@ -171,3 +171,24 @@ def test_render_requires_one_translation_per_segment() -> None:
     document = parse_html("<p>a</p><p>b</p>")
     with pytest.raises(ValueError):
         document.render(["only one"])
+
+
+@pytest.mark.parametrize(("translation", "expected"), [
+    ("Hint", "<a title=Hint>x</a>"),
+    ("A hint", "<a title=\"A hint\">x</a>"),
+    ("a=b", "<a title=\"a=b\">x</a>"),
+    ("and/or", "<a title=\"and/or\">x</a>"),
+    ("\"q\"", "<a title=&quot;q&quot;>x</a>"),
+])
+def test_unquoted_attribute_is_quoted_only_when_needed(translation: str, expected: str) -> None:
+    document = parse_html("<a title=提示>x</a>")
+    assert document.segments == ["提示", "x"]
+    assert document.render([translation, "x"]) == expected
+
+
+def test_parser_errors_on_bogus_declarations_are_contained() -> None:
+    # html.parser raises on some malformed "<![" sections; the rest must still be translated.
+    html = "<p>Before</p><![<<img alt=]\n-=]/<p>After</p>"
+    document = parse_html(html)
+    assert document.render(document.segments) == html
+    assert document.segments[0] == "Before" and document.segments[-1] == "After"

@@ -130,7 +130,8 @@ def test_ascii_marks_in_english_do_not_split_without_space() -> None:
     ("Hello world. This is a test! Is it? Yes.", ["Hello world.", "This is a test!", "Is it?", "Yes."]),
     ("Mr. Smith met Mrs. Jones and Dr. Who.", ["Mr. Smith met Mrs. Jones and Dr. Who."]),
     ("Prof. X lives on Baker St. London is big.", ["Prof. X lives on Baker St. London is big."]),
-    ("Fruit, e.g. Apples, i.e. Red ones, etc. Are good.", ["Fruit, e.g. Apples, i.e. Red ones, etc. Are good."]),
+    ("Fruit, e.g. Apples, i.e. Red ones, etc. Are good.",
+     ["Fruit, e.g. Apples, i.e. Red ones, etc. Are good."]),
     ("Acme Inc. Sells to Foo Ltd. Every year.", ["Acme Inc. Sells to Foo Ltd. Every year."]),
     ("Made in the U.S. And sold in the U.K. Too.", ["Made in the U.S. And sold in the U.K. Too."]),
     ("Martin Luther King Jr. Spoke. Then he left.", ["Martin Luther King Jr. Spoke.", "Then he left."]),
@@ -234,3 +235,25 @@ def test_join_requires_one_translation_per_sentence() -> None:
     pieces = split_text("One. Two.", "en")
     with pytest.raises(ValueError):
         join_pieces(pieces, ["Un."])
+
+
+# ---------------------------------------------------------------- robustness
+
+@pytest.mark.parametrize("text", [
+    " " * 200_000 + "a.\n",
+    "x" * 100_000 + " " * 100_000 + "y",
+    " \n" * 100_000,
+    "Mr. Smith left. " * 20_000,
+])
+def test_long_inputs_are_handled_in_linear_time(text: str) -> None:
+    # A quadratic scan (e.g. ``\s*\n`` on long space runs) would take minutes here.
+    pieces = split_text(text, "en", max_chars=50)
+    assert "".join(piece.text for piece in pieces) == text
+
+
+@pytest.mark.parametrize(("char", "expected"), [
+    ("中", True), ("あ", True), ("カ", True), ("。", True), ("，", True), ("！", True),
+    ("a", False), ("1", False), (" ", False), ("\u3000", False), ("한", False), ("😀", False),
+])
+def test_is_cjk(char: str, expected: bool) -> None:
+    assert is_cjk(char) is expected
