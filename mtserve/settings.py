@@ -85,6 +85,26 @@ class Settings(BaseSettings):
     )
     batch_limit: int = Field(64, description="Texts per request when q is a list.")
     max_alternatives: int = Field(3, description="Most alternatives a request may ask for.")
+    max_body_bytes: int = Field(
+        1_000_000, description="Largest request body accepted (bytes); larger gets 413."
+    )
+
+    # --- access --------------------------------------------------------------
+    api_keys: bool = Field(
+        False, description="Turn on API keys and rate limits (keys: `mtserve keys add`)."
+    )
+    require_api_key: bool = Field(
+        False, description="With api_keys on: refuse requests without a key (403)."
+    )
+    anonymous_rpm: int = Field(
+        60, description="With api_keys on: requests per minute per IP without a key (0 = unlimited)."
+    )
+    cors_origins: str = Field(
+        "", description="Comma-separated origins allowed by CORS ('*' for any); empty = CORS off."
+    )
+    shutdown_grace_s: float = Field(
+        20.0, description="On SIGTERM, how long in-flight requests may take to finish."
+    )
 
     # --- logging -----------------------------------------------------------
     log_level: str = Field("info", description="Log level: debug, info, warning, error.")
@@ -92,6 +112,10 @@ class Settings(BaseSettings):
     @property
     def models_dir(self) -> Path:
         return self.home / "models"
+
+    @property
+    def keys_db(self) -> Path:
+        return self.home / "keys.sqlite3"
 
 
 def settings_table() -> list[tuple[str, str, str]]:

@@ -8,10 +8,11 @@ import time
 import uuid
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from mtserve import __version__
-from mtserve.api.errors import install_error_handlers
+from mtserve.api.errors import BodyTooLarge, error_response, install_error_handlers
 from mtserve.api.routes import router
 from mtserve.engines.base import Engine
 from mtserve.service.runtime import Runtime
@@ -74,6 +75,7 @@ class RequestContextMiddleware:
             "status": status["code"],
             "duration_ms": round(elapsed_s * 1000, 1),
             "bytes_out": status["bytes"],
+            "caller": state.get("caller"),
         }
         if usage is not None:
             metrics.request_latency.labels(route=route_name).observe(elapsed_s)
@@ -87,6 +89,38 @@ class RequestContextMiddleware:
                 engine_ms=round(usage.engine_ms, 1),
             )
         log.info("request", extra=fields)
+
+
+class BodyLimitMiddleware:
+    """Refuse bodies over the limit before they are read into memory.
+
+    A declared Content-Length over the limit is answered at once; a chunked
+    body is counted as it arrives and stopped when it passes the limit.
+    """
+
+    def __init__(self, app, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            response = error_response(413, str(BodyTooLarge(self.limit)))
+            return await response(scope, receive, send)
+        seen = 0
+
+        async def counting_receive():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        await self.app(scope, counting_receive, send)
 
 
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
@@ -115,5 +149,10 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
-    app.add_middleware(RequestContextMiddleware, runtime=runtime)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    if settings.cors_origins.strip():
+        origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "DELETE"],
+                           allow_headers=["*"], expose_headers=["X-Request-Id", "Server-Timing"])
+    app.add_middleware(RequestContextMiddleware, runtime=runtime)  # outermost: sees every response
     return app

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mtserve.engines.base import EngineError
+from mtserve.service.access import AccessDenied, RateLimited
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
 from mtserve.service.translator import UnsupportedLanguage
 
@@ -27,6 +28,11 @@ class ApiError(Exception):
         self.status = status
         self.message = message
         self.headers = headers or {}
+
+
+class BodyTooLarge(Exception):
+    def __init__(self, limit: int):
+        super().__init__(f"the request body is over the limit of {limit} bytes (MTSERVE_MAX_BODY_BYTES)")
 
 
 class NotReady(ApiError):
@@ -67,6 +73,18 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(UnsupportedLanguage)
     async def _language(request: Request, exc: UnsupportedLanguage):
         return error_response(400, str(exc))
+
+    @app.exception_handler(AccessDenied)
+    async def _denied(request: Request, exc: AccessDenied):
+        return error_response(403, str(exc))
+
+    @app.exception_handler(RateLimited)
+    async def _limited(request: Request, exc: RateLimited):
+        return error_response(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(BodyTooLarge)
+    async def _too_large(request: Request, exc: BodyTooLarge):
+        return error_response(413, str(exc))
 
     @app.exception_handler(QueueFull)
     async def _full(request: Request, exc: QueueFull):

@@ -74,6 +74,25 @@ def service_of(request: Request) -> TranslationService:
     return runtime.service
 
 
+def admit(request: Request, body_key: str | None = None) -> None:
+    """Check the API key and the caller's rate limit (a no-op unless api_keys is on).
+
+    The key comes from the body's ``api_key`` (LibreTranslate clients) or an
+    ``Authorization: Bearer`` header. Only the key's public id reaches the log.
+    """
+    secret = body_key or bearer_token(request)
+    ip = request.client.host if request.client else "-"
+    caller = runtime_of(request).access.admit(secret, ip)
+    request.state.caller = caller.label
+
+
+def bearer_token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() not in ("bearer", "deepl-auth-key"):
+        return None
+    return token.strip() or None
+
+
 async def parse_body(request: Request, model: type[Model]) -> Model:
     """JSON or form data, like LibreTranslate; a repeated form field becomes a list."""
     content_type = request.headers.get("content-type", "")
@@ -82,7 +101,9 @@ async def parse_body(request: Request, model: type[Model]) -> Model:
         try:
             data = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ApiError(400, "the body is not valid JSON") from None
+            raise ApiError(400, "the body is not valid JSON (UTF-8)") from None
+        except RecursionError:
+            raise ApiError(400, "the JSON body is nested too deeply") from None
         if not isinstance(data, dict):
             raise ApiError(400, "the JSON body must be an object, e.g. {\"q\": \"...\", \"target\": \"en\"}")
     elif "form" in content_type:
@@ -115,6 +136,13 @@ def validate_translate(req: TranslateRequest, settings: Settings) -> list[str]:
     if req.alternatives > settings.max_alternatives:
         raise ApiError(400, f"alternatives is {req.alternatives}; the most allowed is {settings.max_alternatives}")
     return texts
+
+
+def deadline_s(req: TranslateRequest, settings: Settings) -> float:
+    """The server's deadline, or the client's if it asked for a shorter one."""
+    if req.timeout is None:
+        return settings.request_timeout_s
+    return min(req.timeout, settings.request_timeout_s)
 
 
 async def until_disconnect(request: Request, work: asyncio.Future) -> Any:
@@ -159,13 +187,15 @@ async def translate(request: Request):
     """Translate a text or a list of texts (LibreTranslate's contract)."""
     settings: Settings = request.app.state.settings
     req = await parse_body(request, TranslateRequest)
+    admit(request, req.api_key)
     texts = validate_translate(req, settings)
     service = service_of(request)
     usage = Usage()
     request.state.usage = usage
     request.state.chars_in = sum(len(t) for t in texts)
     work = asyncio.ensure_future(
-        service.translate(texts, req.source, req.target, req.format, req.alternatives, usage=usage)
+        service.translate(texts, req.source, req.target, req.format, req.alternatives,
+                          timeout_s=deadline_s(req, settings), usage=usage)
     )
     results = await until_disconnect(request, work)
     if isinstance(results, Response):
@@ -197,12 +227,14 @@ async def _stream(request: Request, req: TranslateRequest):
     settings: Settings = request.app.state.settings
     if isinstance(req.q, list):
         raise ApiError(400, "the stream endpoint takes one text in q, not a list")
+    admit(request, req.api_key)
     validate_translate(req, settings)
     service = service_of(request)
     usage = Usage()
     request.state.usage = usage
     request.state.chars_in = len(req.q)
-    events = service.stream(req.q, req.source, req.target, req.format, usage=usage)
+    events = service.stream(req.q, req.source, req.target, req.format,
+                            timeout_s=deadline_s(req, settings), usage=usage)
     # Fail before the 200 goes out: unsupported languages, a full queue.
     try:
         first = await events.__anext__()
@@ -237,10 +269,11 @@ async def translate_stream(request: Request):
 
 
 @router.get("/translate/stream", responses=ERRORS, response_class=EventSourceResponse)
-async def translate_stream_get(request: Request, q: str, target: str, source: str = "auto", format: str = "text"):
+async def translate_stream_get(request: Request, q: str, target: str, source: str = "auto",
+                               format: str = "text", api_key: str | None = None):
     """The same stream for EventSource clients, with the fields in the query string."""
     try:
-        req = TranslateRequest(q=q, source=source, target=target, format=format)
+        req = TranslateRequest(q=q, source=source, target=target, format=format, api_key=api_key)
     except ValidationError as exc:
         raise ApiError(400, describe_validation_error(exc)) from None
     return await _stream(request, req)
@@ -262,6 +295,7 @@ async def languages(request: Request):
 async def detect(request: Request):
     """Candidate languages of q, best first, with confidence 0-100."""
     req = await parse_body(request, DetectRequest)
+    admit(request, req.api_key)
     settings: Settings = request.app.state.settings
     if len(req.q) > settings.char_limit:
         raise ApiError(413, f"q has {len(req.q)} characters; the limit is {settings.char_limit}")
@@ -278,7 +312,8 @@ async def frontend_settings(request: Request):
     return {
         "charLimit": settings.char_limit,
         "batchLimit": settings.batch_limit,
-        "keyRequired": False,
+        "keyRequired": settings.api_keys and settings.require_api_key,
+        "apiKeys": settings.api_keys,
         "suggestions": False,
         "supportedFilesFormat": [],
         "language": {

@@ -15,7 +15,10 @@ class TranslateRequest(BaseModel):
     target: str = Field(..., description="Target language code.")
     format: Literal["text", "html"] = Field("text", description="'html' keeps markup intact.")
     alternatives: int = Field(0, ge=0, description="How many alternative translations to add.")
-    api_key: str | None = Field(None, description="Accepted for LibreTranslate compatibility.")
+    api_key: str | None = Field(None, description="API key, when the server has keys on.")
+    timeout: float | None = Field(
+        None, gt=0, description="Seconds; shortens the server's deadline for this request."
+    )
 
 
 class DetectRequest(BaseModel):

@@ -12,6 +12,7 @@ import time
 
 from mtserve.engines.base import Engine
 from mtserve.engines.factory import create_engine
+from mtserve.service.access import AccessControl, KeyStore
 from mtserve.service.cache import TranslationCache
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Scheduler
@@ -28,6 +29,11 @@ class Runtime:
         self.metrics = Metrics()
         self.engine = engine if engine is not None else create_engine(settings)
         self.started_at = time.time()
+        self.access = AccessControl(
+            KeyStore(settings.keys_db) if settings.api_keys else None,
+            require_key=settings.require_api_key,
+            anonymous_rpm=settings.anonymous_rpm,
+        )
         self.service: TranslationService | None = None
         self.load_error: str | None = None
         self._scheduler: Scheduler | None = None

@@ -165,3 +165,87 @@ def test_punctuation_only_segments_never_reach_the_engine():
         r = translate(url, q="<b>你好</b>！", format="html")
     assert r.json()["translatedText"] == "<b>&lt;en&gt;你好</b>!"  # engine output is text, so escaped
     assert [c.text for c in engine.calls] == ["你好"]
+
+
+def test_api_keys_libretranslate_field_and_bearer_header(tmp_path):
+    from mtserve.service.access import KeyStore
+
+    secret, _ = KeyStore(tmp_path / "keys.sqlite3").add(name="client", rpm=2)
+    engine = FakeEngine()
+    with serve(engine, home=tmp_path, api_keys=True, require_api_key=True) as url:
+        missing = translate(url)
+        wrong = translate(url, api_key="mts_nope")
+        by_field = translate(url, api_key=secret)
+        by_header = httpx.post(f"{url}/translate", json={"q": "好。", "source": "zh", "target": "en"},
+                               headers={"Authorization": f"Bearer {secret}"})
+        limited = translate(url, api_key=secret)
+        settings = httpx.get(f"{url}/frontend/settings").json()
+    assert missing.status_code == 403 and "required" in missing.json()["error"]
+    assert wrong.status_code == 403 and "invalid API key" in wrong.json()["error"]
+    assert by_field.status_code == 200 and by_header.status_code == 200
+    assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+    assert "per minute" in limited.json()["error"]
+    assert settings["keyRequired"] is True
+
+
+def test_anonymous_callers_are_limited_per_ip(tmp_path):
+    with serve(FakeEngine(), home=tmp_path, api_keys=True, anonymous_rpm=2) as url:
+        statuses = [translate(url, q=f"句子{i}。").status_code for i in range(3)]
+    assert statuses == [200, 200, 429]
+
+
+def test_body_size_limit():
+    with serve(FakeEngine(), max_body_bytes=1000) as url:
+        big = httpx.post(f"{url}/translate", content=b'{"q": "' + b"a" * 2000 + b'", "target": "en"}',
+                         headers={"content-type": "application/json"})
+
+        def chunks():
+            yield b'{"q": "'
+            for _ in range(10):
+                yield b"a" * 200
+            yield b'", "target": "en"}'
+
+        chunked = httpx.post(f"{url}/translate", content=chunks(), headers={"content-type": "application/json"})
+        small = translate(url)
+    assert big.status_code == 413 and "1000 bytes" in big.json()["error"]
+    assert chunked.status_code == 413
+    assert small.status_code == 200
+
+
+def test_client_can_shorten_the_deadline():
+    engine = FakeEngine(delay_s=2.0, slots=1)
+    with serve(engine) as url:
+        t0 = time.monotonic()
+        r = translate(url, q="慢。", timeout=0.3)
+        elapsed = time.monotonic() - t0
+    assert r.status_code == 504 and elapsed < 1.5
+
+
+def test_cors_is_off_by_default_and_configurable():
+    with serve(FakeEngine()) as url:
+        off = httpx.options(f"{url}/translate", headers={"Origin": "http://example.test",
+                                                          "Access-Control-Request-Method": "POST"})
+    with serve(FakeEngine(), cors_origins="http://example.test") as url:
+        on = httpx.options(f"{url}/translate", headers={"Origin": "http://example.test",
+                                                         "Access-Control-Request-Method": "POST"})
+    assert "access-control-allow-origin" not in off.headers
+    assert on.headers["access-control-allow-origin"] == "http://example.test"
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (b'{"q": "\xff\xfe", "target": "en"}', "UTF-8"),
+        (b"[" * 10000 + b"]" * 10000, "nested too deeply"),
+        (b'{"q": 5, "target": "en"}', "q"),
+        (b'{"q": null, "target": "en"}', "q"),
+        (b'{"q": {"a": 1}, "target": "en"}', "q"),
+        (b'{"q": ["a", 3], "target": "en"}', "q"),
+        (b'{"q": "hi", "target": "en", "timeout": -1}', "timeout"),
+    ],
+)
+def test_malformed_payloads_are_4xx_with_a_message(content, fragment):
+    with serve(FakeEngine()) as url:
+        r = httpx.post(f"{url}/translate", content=content, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert fragment in r.json()["error"]
