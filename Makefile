@@ -28,10 +28,15 @@ install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test chromium
 
-# Debian's Chromium for the WebUI test; Playwright drives it, nothing is downloaded.
+# Debian's Chromium for the WebUI tests (Playwright drives it; no browser download), and the
+# fonts the PDF writer embeds (Noto CJK for Chinese/Japanese/Korean, DejaVu for the rest).
+SYSTEM_PACKAGES := chromium fonts-noto-cjk fonts-dejavu-core
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 run: install
 	$(MTSERVE) models pull

@@ -9,29 +9,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
-from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from mtserve import __version__
 from mtserve.settings import Settings, settings_table
 
 SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_slot",
                   "max_output_tokens", "max_queue", "request_timeout_s", "cache_size",
-                  "segment_max_chars", "detect_prior", "log_level")
-SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives")
+                  "segment_max_chars", "detect_prior", "log_level",
+                  # seq2seq engines and the dynamic batcher
+                  "max_batch_size", "batch_type", "max_queue_delay_ms", "inter_threads", "num_beams",
+                  "compute_type", "onnx_inter_op_threads", "onnx_graph_optimization",
+                  # quality: terminology and output checks
+                  "glossary_file", "guardrails")
+SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
+                 "api_keys", "require_api_key", "anonymous_rpm", "cors_origins", "shutdown_grace_s")
+FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
+                "files_queue", "files_chunk")  # documents: /translate_file and /jobs
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
     group = parser.add_argument_group("settings (each also MTSERVE_<NAME>)")
     for name in names:
         field = Settings.model_fields[name]
-        annotation = field.annotation
-        kind = annotation if annotation in (int, float) else str
-        group.add_argument(
-            "--" + name.replace("_", "-"), dest=name, type=kind, default=None,
-            help=field.description,
-        )
+        flag = "--" + name.replace("_", "-")
+        if field.annotation is bool:
+            group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None,
+                               help=field.description)
+            continue
+        kind = field.annotation if field.annotation in (int, float) else str
+        group.add_argument(flag, dest=name, type=kind, default=None, help=field.description)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -60,8 +69,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     print(f"mtserve {__version__}: serving {settings.model} on http://{settings.host}:{settings.port}",
           file=sys.stderr)
+    # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal so the
+    # previous handler decides the exit; a drained shutdown is a success, so exit 0.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     uvicorn.run(app, host=settings.host, port=settings.port, log_config=None,
-                timeout_graceful_shutdown=10)
+                timeout_graceful_shutdown=settings.shutdown_grace_s)
     return 0
 
 
@@ -72,6 +84,7 @@ def _read_lines(stream) -> Iterator[str]:
 
 async def _translate_lines(settings: Settings, lines: Iterable[str], source: str, target: str,
                            fmt: str, out) -> None:
+    from mtserve.engines.base import in_flight_capacity
     from mtserve.service.runtime import Runtime
 
     runtime = Runtime(settings)
@@ -80,7 +93,8 @@ async def _translate_lines(settings: Settings, lines: Iterable[str], source: str
     if runtime.service is None:
         raise RuntimeError(runtime.load_error or "the engine did not start")
     service = runtime.service
-    window = max(1, runtime.engine.max_concurrency)
+    # enough lines in flight to fill every slot or batch, within admission
+    window = min(in_flight_capacity(runtime.engine), settings.max_queue)
     pending: list[asyncio.Task] = []
 
     async def one(text: str) -> str:
@@ -163,6 +177,29 @@ def _tqdm_progress(total: int, name: str):
     return update
 
 
+def cmd_keys(args: argparse.Namespace) -> int:
+    from mtserve.service.access import KeyStore
+
+    settings = settings_from(args)
+    store = KeyStore(settings.keys_db)
+    if args.keys_cmd == "add":
+        secret, key = store.add(name=args.name, rpm=args.rpm)
+        print(f"id {key.id}  name {key.name or '-'}  rpm {key.rpm or 'unlimited'}")
+        print(secret)
+        print("Store this key now: only its hash is kept. Serve with --api-keys to enforce keys.",
+              file=sys.stderr)
+    elif args.keys_cmd == "list":
+        for key in store.list():
+            rpm = key.rpm or "unlimited"
+            print(f"{key.id}  {key.name or '-':<20} rpm {rpm}")
+    elif args.keys_cmd == "remove":
+        if not store.remove(args.id):
+            print(f"mtserve: no key with id {args.id!r}; see `mtserve keys list`", file=sys.stderr)
+            return 2
+        print(f"removed {args.id}")
+    return 0
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
     rows = settings_table()
     if args.markdown:
@@ -186,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve the WebUI and the API")
-    _add_setting_flags(serve, SERVER_FIELDS + SERVICE_FIELDS)
+    _add_setting_flags(serve, SERVER_FIELDS + SERVICE_FIELDS + FILES_FIELDS)
     serve.set_defaults(func=cmd_serve)
 
     translate = commands.add_parser(
@@ -210,9 +247,37 @@ def build_parser() -> argparse.ArgumentParser:
         _add_setting_flags(sub, ("home", "model"))
     models.set_defaults(func=cmd_models)
 
+    keys = commands.add_parser("keys", help="API keys: add, list, remove")
+    keys_cmds = keys.add_subparsers(dest="keys_cmd", required=True)
+    add = keys_cmds.add_parser("add", help="create a key (printed once)")
+    add.add_argument("--name", default="", help="a label for the key")
+    add.add_argument("--rpm", type=int, default=0, help="requests per minute (0 = unlimited)")
+    keys_cmds.add_parser("list", help="keys by id (secrets are never shown again)")
+    remove = keys_cmds.add_parser("remove", help="revoke a key")
+    remove.add_argument("id", help="the key's id from `keys list`")
+    for sub in keys_cmds.choices.values():
+        _add_setting_flags(sub, ("home",))
+    keys.set_defaults(func=cmd_keys)
+
     settings = commands.add_parser("settings", help="print every setting with its value")
     settings.add_argument("--markdown", action="store_true", help="the README table")
     settings.set_defaults(func=cmd_settings)
+
+    from mtserve.bench.cli import add_parser as add_bench_parser  # light: imports nothing heavy
+
+    add_bench_parser(commands)
+
+    from mtserve.cli_eval import add_parser as add_eval_parser  # light too: sacrebleu loads on use
+
+    add_eval_parser(commands, _add_setting_flags, SERVICE_FIELDS)
+
+    from mtserve.convert import add_parser as add_convert_parser  # light: converters load on use
+
+    add_convert_parser(commands)
+
+    from mtserve.cli_files import add_parser as add_files_parser  # light: format libraries load on use
+
+    add_files_parser(commands, _add_setting_flags, SERVICE_FIELDS)
     return parser
 
 

@@ -39,9 +39,14 @@ class Settings(BaseSettings):
     # --- model and engine --------------------------------------------------
     model: str = Field(
         "qwen2.5-coder-1.5b-instruct-q4_k_m",
-        description="Model name from the store, or a path to a local GGUF file.",
+        description="Model name from the store, a path to a local GGUF file, or (seq2seq "
+        "engines) a model directory.",
     )
-    engine: str = Field("llamacpp", description="Engine: llamacpp.")
+    engine: str = Field(
+        "llamacpp",
+        description="Engine: llamacpp (GGUF LLMs), or for seq2seq NMT model directories "
+        "transformers, onnx, ctranslate2.",
+    )
     threads: int = Field(
         default_factory=_default_threads,
         description="CPU threads for the engine (default: all cores).",
@@ -60,12 +65,46 @@ class Settings(BaseSettings):
         512, description="Hard cap on generated tokens per segment."
     )
 
+    # --- seq2seq engines and the dynamic batcher -----------------------------
+    max_batch_size: int = Field(
+        32, description="Seq2seq engines: most examples (or source tokens, with batch_type "
+        "tokens) decoded in one batch."
+    )
+    batch_type: str = Field(
+        "examples", description="What max_batch_size counts: examples, or tokens (rows x longest source)."
+    )
+    max_queue_delay_ms: float = Field(
+        5.0, description="How long a partial batch may wait for more requests while the engine is "
+        "busy; a lone request on an idle engine never waits."
+    )
+    inter_threads: int = Field(
+        1, description="Seq2seq batches decoded at once (CTranslate2 inter_threads); the threads "
+        "are split between them."
+    )
+    num_beams: int = Field(1, description="Seq2seq beam size (1 = greedy, batch-invariant).")
+    compute_type: str = Field(
+        "default", description="CTranslate2 compute type: default (as converted), int8, "
+        "int8_float32, float32."
+    )
+    onnx_inter_op_threads: int = Field(
+        1, description="ONNX Runtime inter-op threads (above 1 runs independent graph branches "
+        "in parallel)."
+    )
+    onnx_graph_optimization: str = Field(
+        "all", description="ONNX Runtime graph optimization level: disable, basic, extended, all."
+    )
+
     # --- scheduling --------------------------------------------------------
     max_queue: int = Field(
         64, description="Requests admitted at once; beyond this the API answers 503."
     )
     request_timeout_s: float = Field(
         60.0, description="Deadline per request; past it the API answers 504."
+    )
+    engine_hang_s: float = Field(
+        120.0,
+        description="A segment still in the engine this long (past its deadline) means a hung "
+        "engine: the watchdog reloads it.",
     )
     cache_size: int = Field(
         4096, description="Entries in the in-memory LRU translation cache (0 = off)."
@@ -74,6 +113,16 @@ class Settings(BaseSettings):
         400, description="Longer sentences are split at clause boundaries before decoding."
     )
 
+    glossary_file: Path | None = Field(
+        None,
+        description="Server-wide glossary applied to every request: TSV term<TAB>translation"
+        "[<TAB>source<TAB>target] or JSON {term: translation}; request glossaries override it.",
+    )
+    guardrails: bool = Field(
+        True,
+        description="Check each output (left untranslated, looping, explaining, glossary term missed) "
+        "and retry once with a stricter prompt.",
+    )
     detect_prior: str = Field(
         "en=3,zh=2",
         description="Weights for source=auto on short, ambiguous text (code=weight, ...).",
@@ -85,6 +134,26 @@ class Settings(BaseSettings):
     )
     batch_limit: int = Field(64, description="Texts per request when q is a list.")
     max_alternatives: int = Field(3, description="Most alternatives a request may ask for.")
+
+    # --- documents (/translate_file, /jobs) ----------------------------------
+    files_formats: str = Field(
+        "txt,md,html,srt,vtt,docx,pptx,odt,epub,pdf,po,json",
+        description="Document formats accepted, comma-separated ('all': every one; empty: files off).",
+    )
+    files_max_mb: float = Field(20.0, description="Largest document upload, in MB; bigger ones get 413.")
+    files_max_segments: int = Field(
+        5000, description="Most segments (paragraphs, cues, strings) per document; more get 413."
+    )
+    files_ttl_s: float = Field(
+        3600.0, description="Seconds an uploaded document and its translation are kept before deletion."
+    )
+    files_jobs: int = Field(1, description="Documents translated at once; later ones wait their turn.")
+    files_queue: int = Field(
+        16, description="Documents waiting or running at once; beyond this uploads get 503 with Retry-After."
+    )
+    files_chunk: int = Field(
+        8, description="Segments per scheduler request in a document job (progress is reported per chunk)."
+    )
     max_body_bytes: int = Field(
         1_000_000, description="Largest request body accepted (bytes); larger gets 413."
     )
@@ -112,6 +181,15 @@ class Settings(BaseSettings):
     @property
     def models_dir(self) -> Path:
         return self.home / "models"
+
+    @property
+    def glossaries_db(self) -> Path:
+        """Named glossaries (``mtserve.service.glossary.GlossaryStore``)."""
+        return self.home / "glossaries.sqlite3"
+
+    @property
+    def files_dir(self) -> Path:
+        return self.home / "files"
 
     @property
     def keys_db(self) -> Path:

@@ -15,6 +15,7 @@ from mtserve.engines.base import (
     CancelToken,
     DeltaCallback,
     EngineCancelled,
+    EngineDead,
     EngineError,
     TranslationRequest,
     TranslationResult,
@@ -26,12 +27,18 @@ class FakeEngine:
 
     def __init__(self, *, delay_s: float = 0.0, slots: int = 2, fail_on: str | None = None,
                  delays: dict[str, float] | None = None,
+                 hang_on: str | None = None, die_on: str | None = None,
                  languages: tuple[str, ...] = ("en", "zh", "ja", "de", "fr")):
         self.model_name = "fake-model"
         self.languages = languages
         self.max_concurrency = slots
         self.delay_s = delay_s
         self.delays = delays or {}  # per-text delay, overriding delay_s
+        self.hang_on = hang_on  # text that blocks its thread, deaf to cancellation, until release()
+        self.die_on = die_on  # text that makes the engine report itself dead
+        self.loads = 0
+        self.load_delay_s = 0.0
+        self._release = threading.Event()
         self.fail_on = fail_on
         self.calls: list[TranslationRequest] = []
         self.cancelled: list[str] = []
@@ -41,7 +48,13 @@ class FakeEngine:
         self.peak_in_flight = 0
 
     def load(self) -> None:
+        time.sleep(self.load_delay_s)
         self.loaded = True
+        self.loads += 1
+
+    def release(self) -> None:
+        """Let hung calls return (test teardown)."""
+        self._release.set()
 
     def close(self) -> None:
         self.loaded = False
@@ -59,6 +72,11 @@ class FakeEngine:
         try:
             if self.fail_on is not None and self.fail_on in request.text:
                 raise EngineError(f"fake failure on {request.text!r}")
+            if self.die_on is not None and self.die_on in request.text:
+                raise EngineDead(f"fake death on {request.text!r}")
+            if self.hang_on is not None and self.hang_on in request.text:
+                self._release.wait(timeout=30)
+                raise EngineError("released from a hang")
             output = self.render(request)
             steps = 10
             delay_s = self.delays.get(request.text, self.delay_s)

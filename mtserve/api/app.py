@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -13,7 +14,13 @@ from fastapi.staticfiles import StaticFiles
 
 from mtserve import __version__
 from mtserve.api.errors import BodyTooLarge, error_response, install_error_handlers
+from mtserve.api.files import UPLOAD_PATHS, upload_limit_bytes
+from mtserve.api.files import router as files_router
+from mtserve.api.deepl import router as deepl_router
+from mtserve.api.openai_compat import router as openai_router
 from mtserve.api.routes import router
+from mtserve.api.schemas import DetectRequest, TranslateRequest
+from mtserve.documents.jobs import JobStore
 from mtserve.engines.base import Engine
 from mtserve.service.runtime import Runtime
 from mtserve.settings import Settings
@@ -22,6 +29,15 @@ from mtserve.webui import STATIC_DIR
 log = logging.getLogger("mtserve.request")
 
 UNTRACKED_PATHS = ("/static/", "/favicon")
+
+
+def api_family(path: str) -> str:
+    """The metrics' ``api`` label: which client protocol a request spoke."""
+    if path.startswith("/v2/"):
+        return "deepl"
+    if path.startswith("/v1/"):
+        return "openai"
+    return "libretranslate"
 
 
 class RequestContextMiddleware:
@@ -48,6 +64,7 @@ class RequestContextMiddleware:
         async def send_with_id(message):
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
+                status["started"] = True
                 message.setdefault("headers", [])
                 message["headers"] = list(message["headers"]) + [(b"x-request-id", request_id.encode())]
             elif message["type"] == "http.response.body":
@@ -56,6 +73,15 @@ class RequestContextMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except asyncio.CancelledError:
+            # uvicorn cancels what is still running when the shutdown grace period ends;
+            # the client gets a clear JSON 503 instead of a bare 500.
+            if status["code"] == 500 and not status.get("started"):
+                await error_response(
+                    503, "the server is shutting down; retry against another instance or shortly",
+                    {"Retry-After": "5"}, path=scope.get("path", ""),
+                )(scope, receive, send_with_id)
+            raise
         finally:
             path = scope.get("path", "")
             if not path.startswith(UNTRACKED_PATHS):
@@ -65,7 +91,7 @@ class RequestContextMiddleware:
         route = scope.get("route")
         route_name = getattr(route, "path", None) or "unmatched"
         metrics = self.runtime.metrics
-        metrics.requests.labels(route=route_name, status=str(status["code"])).inc()
+        metrics.requests.labels(api=api_family(path), route=route_name, status=str(status["code"])).inc()
         usage = state.get("usage")
         fields = {
             "event": "request",
@@ -75,10 +101,11 @@ class RequestContextMiddleware:
             "status": status["code"],
             "duration_ms": round(elapsed_s * 1000, 1),
             "bytes_out": status["bytes"],
+            "api": api_family(path),
             "caller": state.get("caller"),
         }
         if usage is not None:
-            metrics.request_latency.labels(route=route_name).observe(elapsed_s)
+            metrics.request_latency.labels(api=api_family(path), route=route_name).observe(elapsed_s)
             fields.update(
                 chars_in=state.get("chars_in", 0),
                 chars_out=state.get("chars_out", 0),
@@ -98,16 +125,22 @@ class BodyLimitMiddleware:
     body is counted as it arrives and stopped when it passes the limit.
     """
 
-    def __init__(self, app, limit: int):
+    def __init__(self, app, limit: int, upload_limit: int = 0, upload_paths: tuple[str, ...] = ()):
         self.app = app
         self.limit = limit
+        self.upload_limit = upload_limit  # document uploads (files_max_mb) have their own limit
+        self.upload_paths = upload_paths
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        uploading = scope.get("path") in self.upload_paths
+        limit = max(self.limit, self.upload_limit) if uploading else self.limit
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            response = error_response(413, str(BodyTooLarge(self.limit)))
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            message = (f"the upload is over the limit of {self.upload_limit:,} bytes (MTSERVE_FILES_MAX_MB)"
+                       if uploading else str(BodyTooLarge(limit)))
+            response = error_response(413, message, path=scope.get("path", ""))
             return await response(scope, receive, send)
         seen = 0
 
@@ -116,23 +149,48 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLarge(self.limit)
+                if seen > limit:
+                    raise BodyTooLarge(limit)
             return message
 
         await self.app(scope, counting_receive, send)
 
 
+def install_body_schemas(app: FastAPI, models) -> None:
+    """Put the request-body models into the OpenAPI components.
+
+    Routes that take JSON *or* form data parse the body themselves, so FastAPI
+    does not see their models; their ``openapi_extra`` refers to these entries.
+    """
+    base = app.openapi
+
+    def openapi():
+        if app.openapi_schema is None:
+            schema = base()
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for model in models:
+                definition = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                components.update(definition.pop("$defs", {}))
+                components[model.__name__] = definition
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
+
+
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     """Build the app. ``engine`` lets tests bring their own; by default the settings pick one."""
     runtime = Runtime(settings, engine)
+    jobs = JobStore(settings, lambda: runtime.service)  # document jobs: /translate_file, /jobs
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         await runtime.start()
+        await jobs.start()
         try:
             yield
         finally:
+            await jobs.stop()
             await runtime.stop()
 
     app = FastAPI(
@@ -144,12 +202,18 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
         ),
         lifespan=lifespan,
     )
+    install_body_schemas(app, (TranslateRequest, DetectRequest))
     app.state.runtime = runtime
     app.state.settings = settings
+    app.state.jobs = jobs
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(deepl_router)
+    app.include_router(openai_router)
+    app.include_router(files_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes,
+                       upload_limit=upload_limit_bytes(settings), upload_paths=UPLOAD_PATHS)
     if settings.cors_origins.strip():
         origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "DELETE"],

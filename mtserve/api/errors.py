@@ -40,8 +40,27 @@ class NotReady(ApiError):
         super().__init__(503, message, {"Retry-After": "5"})
 
 
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                      404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
+
+
+def error_body(status: int, message: str, path: str = "") -> dict:
+    """The error shape each API family's clients parse.
+
+    LibreTranslate: {"error": "..."}; DeepL (/v2): {"message": "..."};
+    OpenAI (/v1): {"error": {"message", "type", "param", "code"}}.
+    """
+    if path.startswith("/v2/"):
+        return {"message": message}
+    if path.startswith("/v1/"):
+        kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return {"error": message}
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None,
+                   path: str = "") -> JSONResponse:
+    return JSONResponse(error_body(status, message, path), status_code=status, headers=headers)
 
 
 def describe_validation_error(exc: RequestValidationError) -> str:
@@ -55,11 +74,11 @@ def describe_validation_error(exc: RequestValidationError) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError):
-        return error_response(exc.status, exc.message, exc.headers)
+        return error_response(exc.status, exc.message, exc.headers, path=request.url.path)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError):
-        return error_response(400, describe_validation_error(exc))
+        return error_response(400, describe_validation_error(exc), path=request.url.path)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
@@ -68,36 +87,37 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"no such endpoint: {request.method} {request.url.path}; see /docs"
         elif exc.status_code == 405:
             message = f"method {request.method} is not allowed on {request.url.path}; see /docs"
-        return error_response(exc.status_code, message, getattr(exc, "headers", None))
+        return error_response(exc.status_code, message, getattr(exc, "headers", None), path=request.url.path)
 
     @app.exception_handler(UnsupportedLanguage)
     async def _language(request: Request, exc: UnsupportedLanguage):
-        return error_response(400, str(exc))
+        return error_response(400, str(exc), path=request.url.path)
 
     @app.exception_handler(AccessDenied)
     async def _denied(request: Request, exc: AccessDenied):
-        return error_response(403, str(exc))
+        return error_response(403, str(exc), path=request.url.path)
 
     @app.exception_handler(RateLimited)
     async def _limited(request: Request, exc: RateLimited):
-        return error_response(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+        return error_response(429, str(exc), {"Retry-After": str(exc.retry_after_s)}, path=request.url.path)
 
     @app.exception_handler(BodyTooLarge)
     async def _too_large(request: Request, exc: BodyTooLarge):
-        return error_response(413, str(exc))
+        return error_response(413, str(exc), path=request.url.path)
 
     @app.exception_handler(QueueFull)
     async def _full(request: Request, exc: QueueFull):
-        return error_response(503, str(exc), {"Retry-After": str(exc.retry_after_s)})
+        return error_response(503, str(exc), {"Retry-After": str(exc.retry_after_s)}, path=request.url.path)
 
     @app.exception_handler(SchedulerStopped)
     async def _stopped(request: Request, exc: SchedulerStopped):
-        return error_response(503, str(exc), {"Retry-After": "5"})
+        return error_response(503, str(exc), {"Retry-After": "5"}, path=request.url.path)
 
     @app.exception_handler(DeadlineExceeded)
     async def _deadline(request: Request, exc: DeadlineExceeded):
         return error_response(
-            504, f"translation did not finish within the deadline ({exc}); send shorter text or retry"
+            504, f"translation did not finish within the deadline ({exc}); send shorter text or retry",
+            path=request.url.path,
         )
 
     @app.exception_handler(EngineError)
@@ -112,4 +132,5 @@ def install_error_handlers(app: FastAPI) -> None:
 def _internal(request: Request, exc: Exception) -> JSONResponse:
     request_id = request.scope.get("state", {}).get("request_id", "-")
     log.error("request failed", exc_info=exc, extra={"event": "error", "request_id": request_id})
-    return error_response(500, f"internal error while translating (request id {request_id})")
+    return error_response(500, f"internal error while translating (request id {request_id})",
+                          path=request.url.path)

@@ -68,6 +68,8 @@ def runtime_of(request: Request) -> Runtime:
 def service_of(request: Request) -> TranslationService:
     runtime = runtime_of(request)
     if runtime.service is None:
+        if runtime.restarting:
+            raise NotReady("the engine is restarting after a fault; retry shortly")
         if runtime.load_error:
             raise ApiError(503, f"the model failed to load: {runtime.load_error}")
         raise NotReady()
@@ -195,7 +197,7 @@ async def translate(request: Request):
     request.state.chars_in = sum(len(t) for t in texts)
     work = asyncio.ensure_future(
         service.translate(texts, req.source, req.target, req.format, req.alternatives,
-                          timeout_s=deadline_s(req, settings), usage=usage)
+                          timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary)
     )
     results = await until_disconnect(request, work)
     if isinstance(results, Response):
@@ -234,7 +236,7 @@ async def _stream(request: Request, req: TranslateRequest):
     request.state.usage = usage
     request.state.chars_in = len(req.q)
     events = service.stream(req.q, req.source, req.target, req.format,
-                            timeout_s=deadline_s(req, settings), usage=usage)
+                            timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary)
     # Fail before the 200 goes out: unsupported languages, a full queue.
     try:
         first = await events.__anext__()
@@ -246,6 +248,8 @@ async def _stream(request: Request, req: TranslateRequest):
             if first is not None:
                 yield {"event": first.kind, "data": json.dumps(first.data, ensure_ascii=False)}
             async for event in events:
+                if event.kind == "segment":  # the OpenAI stream's granularity; not part of this protocol
+                    continue
                 if event.kind == "done":
                     request.state.chars_out = len(event.data.get("translatedText", ""))
                 yield {"event": event.kind, "data": json.dumps(event.data, ensure_ascii=False)}
@@ -270,10 +274,12 @@ async def translate_stream(request: Request):
 
 @router.get("/translate/stream", responses=ERRORS, response_class=EventSourceResponse)
 async def translate_stream_get(request: Request, q: str, target: str, source: str = "auto",
-                               format: str = "text", api_key: str | None = None):
+                               format: str = "text", api_key: str | None = None,
+                               glossary: str | None = None):
     """The same stream for EventSource clients, with the fields in the query string."""
     try:
-        req = TranslateRequest(q=q, source=source, target=target, format=format, api_key=api_key)
+        req = TranslateRequest(q=q, source=source, target=target, format=format, api_key=api_key,
+                               glossary=glossary)
     except ValidationError as exc:
         raise ApiError(400, describe_validation_error(exc)) from None
     return await _stream(request, req)
@@ -315,7 +321,10 @@ async def frontend_settings(request: Request):
         "keyRequired": settings.api_keys and settings.require_api_key,
         "apiKeys": settings.api_keys,
         "suggestions": False,
-        "supportedFilesFormat": [],
+        # Document translation (LibreTranslate's keys, plus the upload limit); see mtserve/api/files.py.
+        "filesTranslation": bool(request.app.state.jobs.formats),
+        "supportedFilesFormat": request.app.state.jobs.extensions,
+        "fileSizeLimitMb": settings.files_max_mb,
         "language": {
             "source": {"code": "zh", "name": language_name("zh")},
             "target": {"code": "en", "name": language_name("en")},
@@ -331,7 +340,10 @@ async def health(request: Request):
     """Readiness with details: 200 once the model is loaded, 503 before (or if loading failed)."""
     runtime = runtime_of(request)
     body = {
-        "status": "ready" if runtime.ready else ("error" if runtime.load_error else "loading"),
+        "status": "ready" if runtime.ready else (
+            "restarting" if runtime.restarting else "error" if runtime.load_error else "loading"
+        ),
+        "restarts": runtime.restarts,
         "live": True,
         "ready": runtime.ready,
         "model": runtime.engine.model_name,

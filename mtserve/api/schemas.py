@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class TranslateRequest(BaseModel):
@@ -19,6 +20,25 @@ class TranslateRequest(BaseModel):
     timeout: float | None = Field(
         None, gt=0, description="Seconds; shortens the server's deadline for this request."
     )
+    glossary: dict[str, str] | None = Field(
+        None,
+        description='Terms to translate as given, e.g. {"国际商业机器公司": "IBM"}; in form data, '
+        "the same object as a JSON string. Adds to (and overrides) the server-wide glossary.",
+    )
+
+    @field_validator("glossary", mode="before")
+    @classmethod
+    def _glossary(cls, value: Any) -> Any:
+        from mtserve.service.glossary import validate_entries
+
+        if value is None or value == "":
+            return None
+        if isinstance(value, str):  # form data carries it as JSON text
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError('must be a JSON object of term -> translation, e.g. {"猫": "cat"}') from None
+        return validate_entries(value, "glossary")
 
 
 class DetectRequest(BaseModel):

@@ -22,6 +22,10 @@ class TranslationRequest:
     max_tokens: int | None = None  # None: the engine bounds it by the input length
     temperature: float = 0.0  # 0 = greedy, deterministic
     seed: int | None = None
+    # (term, translation) pairs that occur in ``text`` and must be honoured; the
+    # prompt template injects them in the family's own terminology format
+    glossary: tuple[tuple[str, str], ...] = ()
+    strict: bool = False  # the guardrails' retry: a stricter prompt
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,10 @@ class TranslationResult:
 
 class EngineError(RuntimeError):
     """The engine failed on one request; others are unaffected."""
+
+
+class EngineDead(EngineError):
+    """The engine cannot serve anything any more; the runtime restarts it."""
 
 
 class EngineCancelled(RuntimeError):
@@ -82,6 +90,38 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Free the model."""
+
+
+@runtime_checkable
+class BatchingEngine(Engine, Protocol):
+    """An engine that decodes many segments in one call (the seq2seq engines).
+
+    The scheduler sees this and hands it batches formed by the dynamic
+    batcher instead of single segments; ``max_concurrency`` then counts
+    batches in flight. Results come back in request order; a cancelled
+    request comes back with ``finish_reason="cancelled"``.
+    """
+
+    max_batch_size: int  # examples, or source tokens when batch_type == "tokens"
+    batch_type: str  # "examples" | "tokens"
+
+    def batch_cost(self, request: TranslationRequest) -> int:
+        """What one request counts against ``max_batch_size`` (its source tokens in tokens mode)."""
+
+    def translate_batch(
+        self,
+        requests: list[TranslationRequest],
+        cancels: list[CancelToken | None] | None = None,
+    ) -> list[TranslationResult]:
+        """Translate the requests together; one result per request, in order."""
+
+
+def in_flight_capacity(engine: Engine) -> int:
+    """How many segments the engine can take at once: slots, or slots times batch size."""
+    slots = max(1, engine.max_concurrency)
+    if isinstance(engine, BatchingEngine) and engine.batch_type == "examples":
+        return slots * max(1, engine.max_batch_size)
+    return slots
 
 
 def default_max_tokens(text: str, cap: int) -> int:

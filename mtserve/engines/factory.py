@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mtserve.engines.base import Engine
 from mtserve.models.store import ModelStore
 from mtserve.settings import Settings
 from mtserve.text.languages import language_set
 
-ENGINES = ("llamacpp",)
+ENGINES = ("llamacpp", "transformers", "onnx", "ctranslate2")
+# seq2seq engine -> the model directory format it loads (seq2seq.inspect_model_dir)
+SEQ2SEQ_FORMATS = {"transformers": "huggingface", "onnx": "onnx", "ctranslate2": "ctranslate2"}
+FORMAT_ENGINES = {"huggingface": "transformers", "onnx": "onnx", "ctranslate2": "ctranslate2",
+                  "gguf": "llamacpp"}
 
 
 class EngineConfigError(ValueError):
@@ -19,6 +25,10 @@ def create_engine(settings: Settings) -> Engine:
         raise EngineConfigError(
             f"unknown engine {settings.engine!r}; available: {', '.join(ENGINES)}"
         )
+    if settings.engine in SEQ2SEQ_FORMATS:
+        return create_seq2seq_engine(settings)
+    if Path(settings.model).expanduser().is_dir():
+        raise EngineConfigError(_mismatch("llamacpp", Path(settings.model).expanduser()))
     resolved = ModelStore(settings.models_dir).resolve(settings.model)
     if settings.engine == "llamacpp":
         if resolved.path.suffix.lower() != ".gguf":
@@ -41,3 +51,74 @@ def create_engine(settings: Settings) -> Engine:
             max_output_tokens=settings.max_output_tokens,
         )
     raise AssertionError("unreachable")
+
+
+def create_seq2seq_engine(settings: Settings) -> Engine:
+    """A transformers, onnx or ctranslate2 engine over the model directory in ``settings.model``."""
+    from mtserve.engines.seq2seq import DecodeOptions, ModelDirError, inspect_model_dir
+
+    engine = settings.engine
+    path = Path(settings.model).expanduser()
+    if not path.exists():
+        raise EngineConfigError(
+            f"engine {engine!r} needs --model DIR, a model directory; {settings.model!r} is not one. "
+            + _how_to_get(engine)
+        )
+    try:
+        kind = inspect_model_dir(path)
+    except ModelDirError as exc:
+        raise EngineConfigError(str(exc)) from None
+    if kind.format != SEQ2SEQ_FORMATS[engine]:
+        raise EngineConfigError(_mismatch(engine, path, kind.format))
+    common = dict(
+        threads=settings.threads,
+        inter_threads=settings.inter_threads,
+        max_batch_size=settings.max_batch_size,
+        batch_type=settings.batch_type,
+        decode=DecodeOptions(num_beams=max(1, settings.num_beams),
+                             max_output_tokens=settings.max_output_tokens),
+    )
+    try:
+        if engine == "transformers":
+            from mtserve.engines.transformers import TransformersEngine
+
+            return TransformersEngine(path, **common)
+        if engine == "onnx":
+            from mtserve.engines.onnx import OnnxEngine
+
+            return OnnxEngine(path, inter_op_threads=settings.onnx_inter_op_threads,
+                              graph_optimization=settings.onnx_graph_optimization, **common)
+        from mtserve.engines.ctranslate2 import CTranslate2Engine
+
+        return CTranslate2Engine(path, compute_type=settings.compute_type, **common)
+    except (ModelDirError, ValueError) as exc:
+        raise EngineConfigError(str(exc)) from None
+
+
+def _how_to_get(engine: str) -> str:
+    if engine == "transformers":
+        return "Pass a Hugging Face seq2seq directory (Marian/opus-mt, NLLB, M2M100)."
+    return f"Make one with `mtserve convert HF_MODEL_DIR --to {engine} --out DIR`."
+
+
+def _mismatch(engine: str, path: Path, found: str | None = None) -> str:
+    """Say what ``path`` is, and which engine (or conversion) would take it."""
+    if found is None:
+        from mtserve.engines.seq2seq import inspect_model_dir
+
+        found = inspect_model_dir(path).format
+    what = {
+        "huggingface": "a Hugging Face model directory",
+        "onnx": "an ONNX export",
+        "ctranslate2": "a CTranslate2 model",
+        "gguf": "a GGUF file",
+    }.get(found, "not a model mtserve recognizes")
+    message = f"engine {engine!r} cannot load {path}: it is {what}"
+    if found == "huggingface" and engine in ("onnx", "ctranslate2"):
+        return (f"{message}. Convert it first: `mtserve convert {path} --to {engine} --out {path}-{engine}`, "
+                "or serve it as it is with --engine transformers")
+    if FORMAT_ENGINES.get(found) == engine:
+        return f"{message} directory; pass the model file itself"
+    if found in FORMAT_ENGINES:
+        return f"{message}; use --engine {FORMAT_ENGINES[found]}"
+    return f"{message}. {_how_to_get(engine)}"

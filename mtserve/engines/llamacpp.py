@@ -33,9 +33,19 @@ from mtserve.engines.prompts import PromptTemplate, template_for
 
 log = logging.getLogger(__name__)
 
+# Draft-free speculative decoding llama.cpp offers: drafts looked up in the
+# tokens already seen (the prompt and the output so far), verified in one batch.
+SPECULATIVE_TYPES = {
+    "none": "COMMON_SPECULATIVE_TYPE_NONE",
+    "ngram-simple": "COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE",
+    "ngram-map-k": "COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K",
+    "ngram-mod": "COMMON_SPECULATIVE_TYPE_NGRAM_MOD",
+}
+
 
 class LlamaCppEngine:
     name = "llamacpp"
+    prompted = True  # translates through a prompt template: the guardrails' strict retry applies
 
     def __init__(
         self,
@@ -48,6 +58,12 @@ class LlamaCppEngine:
         n_parallel: int,
         ctx_per_slot: int,
         max_output_tokens: int,
+        batch_threads: int | None = None,
+        speculative: str = "none",
+        draft_max: int = 8,
+        ngram_size: int = 3,
+        param_overrides: dict[str, Any] | None = None,
+        cache_prompt: bool = True,
     ):
         self.model_path = Path(model_path)
         self.model_name = model_name
@@ -57,8 +73,17 @@ class LlamaCppEngine:
         self._threads = threads
         self._ctx_per_slot = ctx_per_slot
         self._max_output_tokens = max_output_tokens
+        self._batch_threads = batch_threads or threads
+        if speculative not in SPECULATIVE_TYPES:
+            raise EngineError(f"unknown speculative mode {speculative!r}; use one of {', '.join(SPECULATIVE_TYPES)}")
+        self._speculative = speculative
+        self._draft_max = draft_max
+        self._ngram_size = ngram_size
+        self._overrides = dict(param_overrides or {})
+        self._cache_prompt = cache_prompt  # off only to measure what the shared-prefix cache saves
         self._server: Any = None
         self._lock = threading.Lock()
+        self._local = threading.local()  # per calling thread: llama.cpp's timings of its last request
 
     # --- lifecycle ------------------------------------------------------------
     def load(self) -> None:
@@ -71,9 +96,22 @@ class LlamaCppEngine:
         params.n_parallel = self.max_concurrency
         params.n_ctx = self._ctx_per_slot * self.max_concurrency
         params.cpuparams.n_threads = self._threads
-        params.cpuparams_batch.n_threads = self._threads
-        params.cache_prompt = True
+        params.cpuparams_batch.n_threads = self._batch_threads
+        params.cache_prompt = self._cache_prompt
         params.warmup = True
+        if self._speculative != "none":
+            spec = params.speculative
+            spec.types = [getattr(xllamacpp.common_speculative_type, SPECULATIVE_TYPES[self._speculative])]
+            spec.draft.n_max = self._draft_max
+            for table in (spec.ngram_simple, spec.ngram_map_k, spec.ngram_map_k4v):
+                table.size_n = self._ngram_size
+                table.size_m = self._draft_max
+        for dotted, value in self._overrides.items():  # experiments: "speculative.draft.n_min" = 1
+            *path, attr = dotted.split(".")
+            target = params
+            for part in path:
+                target = getattr(target, part)
+            setattr(target, attr, value)
         if not log.isEnabledFor(logging.DEBUG):
             params.verbosity = -1  # llama.cpp logs every slot's timings otherwise
         started = time.perf_counter()
@@ -94,13 +132,19 @@ class LlamaCppEngine:
             self._server = None  # the C++ server shuts down when its last reference goes
 
     # --- work -------------------------------------------------------------------
+    def last_timings(self) -> dict[str, Any] | None:
+        """llama.cpp's timings of the last request this thread made: prefill (``prompt_n``,
+        ``prompt_ms``, ``cache_n``) against decode (``predicted_n``, ``predicted_ms``)."""
+        return getattr(self._local, "timings", None)
+
     def build_request(self, request: TranslationRequest) -> dict[str, Any]:
         max_tokens = request.max_tokens or default_max_tokens(request.text, self._max_output_tokens)
         body: dict[str, Any] = {
-            "messages": self.template.messages(request.text, request.source, request.target),
+            "messages": self.template.messages(request.text, request.source, request.target,
+                                               glossary=request.glossary, strict=request.strict),
             "temperature": request.temperature,
             "max_tokens": min(max_tokens, self._max_output_tokens),
-            "cache_prompt": True,
+            "cache_prompt": self._cache_prompt,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -136,6 +180,8 @@ class LlamaCppEngine:
                     state["finish"] = choice["finish_reason"]
             if chunk.get("usage"):
                 state["usage"] = chunk["usage"]
+            if chunk.get("timings"):
+                state["timings"] = chunk["timings"]
             return bool(cancel and cancel.cancelled)
 
         started = time.perf_counter()
@@ -144,6 +190,7 @@ class LlamaCppEngine:
         except ValueError as exc:
             raise EngineError(f"llama.cpp rejected the request: {exc}") from exc
         engine_ms = (time.perf_counter() - started) * 1000
+        self._local.timings = state.get("timings")
         if cancel and cancel.cancelled:
             raise EngineCancelled("cancelled while decoding")
         if state["error"]:

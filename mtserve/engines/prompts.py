@@ -2,27 +2,53 @@
 
 Each template turns (text, source, target) into chat messages; the GGUF file's
 own chat template then renders them into tokens, so each family gets the exact
-turn markup it was trained on. The Hunyuan and HY-MT templates are the ones
-their model cards give.
+turn markup it was trained on. The Hunyuan and HY-MT templates, their
+terminology form included, are the ones their model cards give.
+
+Beyond the plain request a template knows three things:
+
+- **few-shot examples** per language pair, sent as earlier chat turns. They
+  are part of the fixed prefix of every request of the pair, so llama.cpp's
+  prompt cache computes them once per slot. The zh<->en examples are HSK
+  level-3 sentences of the eval *dev* split (never test, never levels 4-6,
+  which the eval scores); see QUALITY.md.
+- **a glossary**: the model card's terminology block for HY-MT1.5
+  (``参考下面的翻译：\\n{term} 翻译成 {translation}``), and a "use these terms"
+  instruction in the system prompt for the others.
+- **strict mode**, the guardrails' one retry after an output that was not a
+  translation (left in the source script, explained, looped).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from mtserve.text.languages import CHINESE_NAMES, language_name
 
 Messages = list[dict[str, str]]
+Terms = tuple[tuple[str, str], ...]
+Example = tuple[str, str]  # (source text, its translation)
 
 
 @dataclass(frozen=True)
 class PromptTemplate:
     family: str
-    system: str | None  # str.format fields: {source}, {target}
+    system: str | None  # str.format fields: {source}, {target}, and the *_zh names
     user: str  # fields: {text}, {source}, {target}, and the *_zh names
     user_zh: str | None = None  # used when Chinese is on either side, if given
+    # "inline": an instruction listing the terms (system prompt, else before the user text);
+    # "hy-mt": HY-MT1.5's own terminology prompt, which replaces the user turn
+    terminology: str = "inline"
+    terminology_user: str | None = None  # for "hy-mt": fields {terms}, {text}, {target_zh}, ...
+    terms_header: str = "Translate these terms exactly as given:"
+    term_line: str = "{term} → {translation}"
+    strict_system: str | None = None  # the retry; falls back to system + strict_suffix
+    strict_user: str | None = None
+    strict_suffix: str = ""
+    examples: dict[tuple[str, str], tuple[Example, ...]] = field(default_factory=dict)
 
-    def messages(self, text: str, source: str, target: str) -> Messages:
+    def messages(self, text: str, source: str, target: str, glossary: Terms = (),
+                 strict: bool = False) -> Messages:
         fields = {
             "text": text,
             "source": language_name(source),
@@ -32,35 +58,93 @@ class PromptTemplate:
         }
         involves_chinese = source in ("zh", "zt") or target in ("zh", "zt")
         user = self.user_zh if (self.user_zh and involves_chinese) else self.user
+        system = self.system
+        if strict:
+            system = self.strict_system or ((system or "") + self.strict_suffix) or None
+            user = self.strict_user or user
         messages: Messages = []
-        if self.system:
-            messages.append({"role": "system", "content": self.system.format(**fields)})
-        messages.append({"role": "user", "content": user.format(**fields)})
+        system_text = system.format(**fields) if system else ""
+        user_text = user.format(**fields)
+        if glossary and self.terminology == "hy-mt" and self.terminology_user:
+            terms = "\n".join(self.term_line.format(term=t, translation=tr) for t, tr in glossary)
+            user_text = self.terminology_user.format(terms=terms, **fields)
+        elif glossary:
+            block = self.terms_header + "\n" + "\n".join(
+                self.term_line.format(term=t, translation=tr) for t, tr in glossary)
+            if system_text:
+                system_text = f"{system_text}\n\n{block}"
+            else:
+                user_text = f"{block}\n\n{user_text}"
+        if system_text:
+            messages.append({"role": "system", "content": system_text})
+        for example_source, example_target in self.examples.get((source, target), ()):
+            messages.append({"role": "user", "content": user.format(**{**fields, "text": example_source})})
+            messages.append({"role": "assistant", "content": example_target})
+        messages.append({"role": "user", "content": user_text})
         return messages
 
+
+# HSK level 3, dev split (ids in QUALITY.md): short, literal, names and numbers kept.
+ZH_EN_EXAMPLES: tuple[Example, ...] = (
+    ("李主任是一位专家。", "Director Li is an expert."),
+    ("这块手表值一万块钱。", "This watch is worth ten thousand yuan."),
+    ("他赶到机场的时候，飞机已经起飞了。", "When he rushed to the airport, the plane had taken off."),
+    ("员工们对工资很满意。", "The employees are satisfied with their pay."),
+)
+
+EN_ZH_EXAMPLES: tuple[Example, ...] = tuple((target, source) for source, target in ZH_EN_EXAMPLES)
+
+QWEN_SYSTEM = (
+    "You are a professional translator. Translate the user's {source} text into fluent, "
+    "natural {target}. Translate everything: leave no {source} words or characters in the "
+    "output. Keep names and numbers, and add nothing that is not in the text. Output only "
+    "the {target} translation, with no notes, explanations or quotation marks."
+)
+# The issue's baseline prompt, kept for `mtserve eval --prompt plain`.
+PLAIN_SYSTEM = (
+    "You are a professional translator. Translate the user's {source} text into fluent "
+    "{target}. Output only the {target} translation."
+)
 
 TEMPLATES: dict[str, PromptTemplate] = {
     "qwen": PromptTemplate(
         family="qwen",
-        system=(
-            "You are a professional translator. Translate the user's {source} text into "
-            "fluent {target}. Output only the {target} translation, with no notes, "
-            "explanations or quotation marks."
-        ),
+        system=QWEN_SYSTEM,
         user="{text}",
+        examples={("zh", "en"): ZH_EN_EXAMPLES, ("en", "zh"): EN_ZH_EXAMPLES},
+        strict_system=(
+            "You are a translation engine. Reply with the {target} translation of the user's "
+            "{source} text and nothing else. Translate every word into {target}: no {source} "
+            "words may remain. No notes, no explanations, no pinyin, no repetition, no quotation marks."
+        ),
     ),
     "hunyuan-mt": PromptTemplate(
         family="hunyuan-mt",
         system=None,
         user="Translate the following segment into {target}, without additional explanation.\n\n{text}",
         user_zh="把下面的文本翻译成{target_zh}，不要额外解释。\n\n{text}",
+        strict_user="Translate the following segment into {target}. Output only the translation.\n\n{text}",
     ),
     "hy-mt1.5": PromptTemplate(
         family="hy-mt1.5",
         system=None,
-        user="将以下文本翻译为{target_zh}，注意只需要输出翻译后的结果，不要额外解释：\n\n{text}",
+        # The model card: the Chinese instruction when Chinese is on either side, else the English one.
+        user="Translate the following segment into {target}, without additional explanation.\n\n{text}",
+        user_zh="将以下文本翻译为{target_zh}，注意只需要输出翻译后的结果，不要额外解释：\n\n{text}",
+        terminology="hy-mt",
+        terminology_user=(
+            "参考下面的翻译：\n{terms}\n\n"
+            "将以下文本翻译为{target_zh}，注意只需要输出翻译后的结果，不要额外解释：\n{text}"
+        ),
+        term_line="{term} 翻译成 {translation}",
     ),
 }
+
+
+def plain(template: PromptTemplate) -> PromptTemplate:
+    """The template without few-shot examples and, for Qwen, with the one-line baseline prompt."""
+    system = PLAIN_SYSTEM if template.family == "qwen" else template.system
+    return replace(template, examples={}, system=system)
 
 
 def template_for(family: str) -> PromptTemplate:

@@ -95,9 +95,12 @@ class ModelStore:
                     f"model {spec!r} is not in the store at {path}; "
                     f"run `mtserve models pull {spec}`"
                 )
+            check_gguf(path, entry)
             return ResolvedModel(path=path, entry=entry, family=entry.family, name=spec)
         candidate = Path(spec).expanduser()
         if candidate.is_file():
+            if candidate.suffix.lower() == ".gguf":
+                check_gguf(candidate, None)
             return ResolvedModel(
                 path=candidate.resolve(), entry=None, family=guess_family(candidate.name), name=candidate.stem
             )
@@ -268,6 +271,30 @@ def verify(entry: ModelEntry, size: int, sha256: str) -> None:
         raise ModelStoreError(
             f"model {entry.name!r}: SHA-256 mismatch (got {sha256}, expected {entry.sha256}). "
             "Nothing was written; run the pull again, and report it if it repeats."
+        )
+
+
+GGUF_MAGIC = b"GGUF"
+
+
+def check_gguf(path: Path, entry: ModelEntry | None) -> None:
+    """Cheap start-up checks (magic bytes, size) so a corrupt file fails with a clear message.
+
+    The full SHA-256 is checked at pull time; re-hashing a gigabyte at every start would cost
+    seconds for a corruption that the size and header already catch in practice.
+    """
+    with path.open("rb") as f:
+        magic = f.read(4)
+    redo = (
+        f"delete it and run `mtserve models pull {entry.name}`" if entry
+        else "check the file, or download it again"
+    )
+    if magic != GGUF_MAGIC:
+        raise ModelStoreError(f"model file {path} is not a GGUF file (header {magic!r}); {redo}")
+    if entry is not None and entry.size is not None and path.stat().st_size != entry.size:
+        raise ModelStoreError(
+            f"model file {path} is {path.stat().st_size:,} bytes, expected {entry.size:,}: it is "
+            f"truncated or corrupt; {redo}"
         )
 
 

@@ -1,6 +1,6 @@
 """An in-memory LRU cache of segment translations.
 
-Keys are (model, source, target, format, text) at the segment level, so a
+Keys are (model, source, target, format, text, glossary) at the segment level, so a
 document that repeats a sentence, or a user who edits one sentence of a
 paragraph, only pays for what changed.
 """
@@ -17,6 +17,7 @@ class CacheKey(NamedTuple):
     target: str
     format: str
     text: str
+    glossary: str = ""  # the glossary entries that applied to this segment, canonical JSON
 
 
 class TranslationCache:

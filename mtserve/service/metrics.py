@@ -17,11 +17,12 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "mtserve_requests", "HTTP requests by route and status.", ["route", "status"], registry=r
+            "mtserve_requests", "HTTP requests by API family, route and status.",
+            ["api", "route", "status"], registry=r,
         )
         self.request_latency = Histogram(
             "mtserve_request_latency_seconds", "End-to-end latency of translation requests.",
-            ["route"], buckets=LATENCY_BUCKETS, registry=r,
+            ["api", "route"], buckets=LATENCY_BUCKETS, registry=r,
         )
         self.queue_time = Histogram(
             "mtserve_queue_time_seconds", "Time a segment waited before an engine slot took it.",
@@ -50,5 +51,16 @@ class Metrics:
         self.cache_misses = Counter("mtserve_cache_misses", "Segments sent to the engine.", registry=r)
         self.rejected = Counter(
             "mtserve_rejected", "Requests refused before any work, by reason.", ["reason"], registry=r
+        )
+        self.engine_restarts = Counter(
+            "mtserve_engine_restarts", "Times the watchdog reloaded a dead or hung engine.", registry=r
+        )
+        self.guardrail_retries = Counter(
+            "mtserve_guardrail_retries", "Segments retried with the strict prompt, by the problem found "
+            "(untranslated, identical, runaway, repetition, explanation, glossary).", ["reason"], registry=r,
+        )
+        self.guardrail_unresolved = Counter(
+            "mtserve_guardrail_unresolved", "Retried segments whose output still had a problem, by problem.",
+            ["reason"], registry=r,
         )
         self.ready = Gauge("mtserve_ready", "1 when the model is loaded and serving.", registry=r)

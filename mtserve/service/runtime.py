@@ -2,6 +2,15 @@
 
 The engine loads in the background, so the HTTP server answers liveness
 probes at once and reports ready only when the model is in memory.
+
+A watchdog keeps it serving without a manual step: when the engine reports
+itself dead (``EngineDead``), or a segment stays in the engine long after its
+deadline (``engine_hang_s``: its cancellation did not take), the runtime
+reports not-ready, fails what was in flight with 503, reloads the engine and
+a fresh scheduler, and is ready again. A thread stuck inside native code
+cannot be killed from Python; it is left behind, and the restart counter in
+/metrics shows that it happened. A crash of the whole process is for the
+process supervisor (systemd ``Restart=always``, a container restart policy).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import time
 from mtserve.engines.base import Engine
 from mtserve.engines.factory import create_engine
 from mtserve.service.access import AccessControl, KeyStore
+from mtserve.service.batcher import batcher_for
 from mtserve.service.cache import TranslationCache
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Scheduler
@@ -28,6 +38,12 @@ class Runtime:
         self.settings = settings
         self.metrics = Metrics()
         self.engine = engine if engine is not None else create_engine(settings)
+        self.restarting = False
+        self.restarts = 0
+        self.usage_chars = 0  # characters translated through the DeepL API, for /v2/usage
+        self._detector: LanguageDetector | None = None
+        self._cache = TranslationCache(settings.cache_size)
+        self._watchdog: asyncio.Task | None = None
         self.started_at = time.time()
         self.access = AccessControl(
             KeyStore(settings.keys_db) if settings.api_keys else None,
@@ -45,13 +61,16 @@ class Runtime:
 
     async def start(self) -> None:
         self._loading = asyncio.create_task(self._load())
+        self._watchdog = asyncio.create_task(self._watch())
 
     async def wait_ready(self) -> None:
         if self._loading is not None:
             await self._loading
 
     async def _load(self) -> None:
-        detector = LanguageDetector(self.engine.languages, parse_prior(self.settings.detect_prior))
+        if self._detector is None:
+            self._detector = LanguageDetector(self.engine.languages, parse_prior(self.settings.detect_prior))
+        detector = self._detector
         try:
             await asyncio.gather(asyncio.to_thread(self.engine.load), asyncio.to_thread(detector.warm_up))
         except Exception as exc:  # reported on /health; the process stays up to say why
@@ -63,17 +82,54 @@ class Runtime:
             concurrency=self.engine.max_concurrency,
             max_queue=self.settings.max_queue,
             metrics=self.metrics,
+            on_engine_dead=self._engine_dead,
+            batcher=batcher_for(self.engine, self.settings.max_queue_delay_ms),  # None: one at a time
         )
         await scheduler.start()
         self._scheduler = scheduler
         self.service = TranslationService(
-            self.settings, self.engine, scheduler, TranslationCache(self.settings.cache_size),
-            detector, self.metrics,
+            self.settings, self.engine, scheduler, self._cache, detector, self.metrics,
         )
         self.metrics.ready.set(1)
         log.info("service ready", extra={"event": "ready", "model": self.engine.model_name})
 
+    # --- recovery ---------------------------------------------------------------
+    def _engine_dead(self, exc: Exception) -> None:
+        asyncio.get_running_loop().create_task(self.restart(f"engine died: {exc}"))
+
+    async def _watch(self) -> None:
+        interval = max(0.1, min(5.0, self.settings.engine_hang_s / 4))
+        while True:
+            await asyncio.sleep(interval)
+            scheduler = self._scheduler
+            if scheduler is not None and not self.restarting:
+                stuck_s = scheduler.longest_running_s()
+                if stuck_s > self.settings.engine_hang_s:
+                    await self.restart(f"engine hung: a segment has run for {stuck_s:.0f} s")
+
+    async def restart(self, reason: str) -> None:
+        """Swap in a freshly loaded engine and scheduler; in-flight work fails with 503."""
+        if self.restarting:
+            return
+        self.restarting = True
+        self.restarts += 1
+        self.metrics.engine_restarts.inc()
+        self.metrics.ready.set(0)
+        log.error("restarting the engine", extra={"event": "engine_restart", "reason": reason})
+        self.service = None
+        old, self._scheduler = self._scheduler, None
+        try:
+            if old is not None:
+                await old.stop(abandon=True)
+            await asyncio.to_thread(self.engine.close)
+            await self._load()
+        finally:
+            self.restarting = False
+
     async def stop(self) -> None:
+        for task in (self._watchdog,):
+            if task is not None:
+                task.cancel()
         if self._loading is not None and not self._loading.done():
             self._loading.cancel()
         self.metrics.ready.set(0)

@@ -11,6 +11,12 @@ A ticket has a deadline. Past it, or when its owner goes away (client
 disconnect, task cancelled), the ticket closes: its queued segments are
 dropped and its running ones are told to stop through their ``CancelToken``,
 so the engine frees the slot instead of decoding for nobody.
+
+An engine that batches (``translate_batch``) gets a ``DynamicBatcher``: each
+worker then takes a *batch* of jobs, still round-robin across tickets and in
+priority order, formed and held by Triton's rules (see
+``mtserve.service.batcher``), instead of one job. Admission, deadlines and
+cancellation work the same.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ from mtserve.engines.base import (
     CancelToken,
     DeltaCallback,
     EngineCancelled,
+    EngineDead,
     TranslationRequest,
     TranslationResult,
 )
+from mtserve.service.batcher import DynamicBatcher, Outcome, wait_any
 from mtserve.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -69,6 +77,8 @@ class Job:
     on_delta: DeltaCallback | None
     cancel: CancelToken = field(default_factory=CancelToken)
     enqueued_at: float = field(default_factory=time.monotonic)
+    started_at: float | None = None
+    tokens: int | None = None  # source tokens, counted once by a token-budget batcher
 
 
 class Priority(enum.IntEnum):
@@ -124,8 +134,13 @@ class Scheduler:
         concurrency: int,
         max_queue: int,
         metrics: Metrics | None = None,
+        on_engine_dead: Callable[[Exception], None] | None = None,
+        batcher: DynamicBatcher | None = None,
     ):
         self._engine_call = engine_call
+        self._batcher = batcher
+        self._on_engine_dead = on_engine_dead
+        self._running: set[Job] = set()  # across all tickets, closed ones included
         self.concurrency = max(1, concurrency)
         self.max_queue = max(1, max_queue)
         self.metrics = metrics
@@ -143,19 +158,27 @@ class Scheduler:
     # --- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="engine")
-        self._workers = [asyncio.create_task(self._worker(i)) for i in range(self.concurrency)]
+        worker = self._worker if self._batcher is None else self._batch_worker
+        self._workers = [asyncio.create_task(worker(i)) for i in range(self.concurrency)]
 
-    async def stop(self) -> None:
+    def longest_running_s(self) -> float:
+        """How long the oldest segment still in the engine has been there (the hang watchdog reads it)."""
+        now = time.monotonic()
+        return max((now - job.started_at for job in self._running if job.started_at), default=0.0)
+
+    async def stop(self, abandon: bool = False) -> None:
+        """Stop the workers; ``abandon`` leaves stuck engine threads behind instead of waiting for them."""
         self._stopping = True
+        reason = "the engine is restarting after a fault" if abandon else "the service is shutting down"
         for ticket in list(self._tickets):
-            self._close(ticket, SchedulerStopped("the service is shutting down"))
+            self._close(ticket, SchedulerStopped(reason))
         for task in self._workers:
             task.cancel()
         for task in self._workers:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor.shutdown(wait=not abandon, cancel_futures=True)
 
     # --- admission -------------------------------------------------------------
     @property
@@ -166,17 +189,28 @@ class Scheduler:
     def segments_waiting(self) -> int:
         return sum(len(t.pending) for t in self._tickets)
 
+    def estimated_wait_s(self) -> float:
+        """Time until a new segment would start: the work ahead of it over the slots.
+
+        Uses the recent engine time per segment; 0 before anything has been measured.
+        """
+        if not self._recent_engine_s:
+            return 0.0
+        per_segment = sum(self._recent_engine_s) / len(self._recent_engine_s)
+        ahead = self.segments_waiting + len(self._running)
+        return per_segment * ahead / self.concurrency
+
     def retry_after_s(self) -> int:
-        """A rough wait until a slot frees: queued work over slots, times recent engine time."""
-        per_segment = (sum(self._recent_engine_s) / len(self._recent_engine_s)) if self._recent_engine_s else 1.0
-        waiting = self.segments_waiting + self.concurrency
-        return max(1, round(per_segment * waiting / self.concurrency))
+        """When to come back: about when the work queued now will have drained."""
+        return max(1, round(self.estimated_wait_s()))
 
     @contextlib.asynccontextmanager
     async def ticket(self, timeout_s: float, priority: Priority = Priority.INTERACTIVE) -> AsyncIterator[Ticket]:
         if self._stopping:
             raise SchedulerStopped("the service is shutting down")
         if len(self._tickets) >= self.max_queue:
+            raise QueueFull(self.retry_after_s())
+        if self.estimated_wait_s() > timeout_s:  # it would only wait to time out: refuse now
             raise QueueFull(self.retry_after_s())
         ticket = Ticket(id=next(self._ids), deadline=time.monotonic() + timeout_s, scheduler=self,
                         priority=priority)
@@ -228,6 +262,28 @@ class Scheduler:
                 return job
         return None
 
+    # --- the batcher's view of the queue (batcher.JobSource) ---------------------
+    def peek_job(self) -> Job | None:
+        for ready in self._ready.values():  # the order _next_job hands jobs out in
+            while ready:
+                ticket = ready[0]
+                if ticket.closed or not ticket.pending:
+                    ready.popleft()
+                    continue
+                return ticket.pending[0]
+        return None
+
+    def take_job(self) -> Job:
+        """The peeked job, claimed: a ticket that closes now cancels it as if it were running."""
+        job = self._next_job()
+        assert job is not None, "take_job without a job to take"
+        job.ticket.running.add(job)
+        return job
+
+    async def wait_for_jobs(self, timeout_s: float | None = None, also: asyncio.Event | None = None) -> None:
+        self._wakeup.clear()
+        await wait_any([self._wakeup] + ([also] if also is not None else []), timeout_s)
+
     async def _worker(self, index: int) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -245,7 +301,8 @@ class Scheduler:
     async def _run(self, loop: asyncio.AbstractEventLoop, job: Job) -> None:
         ticket = job.ticket
         ticket.running.add(job)
-        started = time.monotonic()
+        self._running.add(job)
+        started = job.started_at = time.monotonic()
         queue_s = started - job.enqueued_at
         on_delta = None
         if job.on_delta is not None:
@@ -264,6 +321,13 @@ class Scheduler:
             if not job.future.done():
                 job.future.set_exception(DeadlineExceeded(str(exc)))
                 job.future.exception()
+        except EngineDead as exc:
+            log.error("engine died", extra={"event": "engine_dead", "error": repr(exc)})
+            if not job.future.done():
+                job.future.set_exception(exc)
+                job.future.exception()
+            if self._on_engine_dead is not None:
+                self._on_engine_dead(exc)
         except Exception as exc:  # one request's engine failure fails only that request
             log.warning("engine failed on a segment", extra={"event": "engine_error", "error": repr(exc)})
             if not job.future.done():
@@ -281,7 +345,82 @@ class Scheduler:
                 job.future.set_result(SegmentOutcome(result, queue_s * 1000, engine_s * 1000))
         finally:
             ticket.running.discard(job)
+            self._running.discard(job)
             self._gauge(running_delta=-1)
+
+    async def _batch_worker(self, index: int) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._batcher is not None
+        while True:
+            jobs = await self._batcher.collect(self)
+            live = [job for job in jobs if self._still_wanted(job)]
+            if live:
+                await self._run_batch(loop, live)
+
+    def _still_wanted(self, job: Job) -> bool:
+        """False, with the job's future failed, when its ticket closed or its deadline passed."""
+        if job.cancel.cancelled or job.ticket.closed:
+            reason = "the request ended before this segment ran"
+        elif job.ticket.remaining_s <= 0:
+            reason = "the request's deadline passed while queued"
+        else:
+            return True
+        job.ticket.running.discard(job)
+        if not job.future.done():
+            job.future.set_exception(DeadlineExceeded(reason))
+            job.future.exception()
+        return False
+
+    async def _run_batch(self, loop: asyncio.AbstractEventLoop, jobs: list[Job]) -> None:
+        assert self._batcher is not None
+        started = time.monotonic()
+        for job in jobs:
+            job.started_at = started
+            self._running.add(job)
+        self._gauge(running_delta=len(jobs))
+        try:
+            outcomes = await self._batcher.run(loop, self._executor, jobs)
+            engine_s = time.monotonic() - started
+            log.debug("batch done", extra={"event": "batch", "size": len(jobs),
+                                           "engine_ms": round(engine_s * 1000, 1)})
+            for job, outcome in zip(jobs, outcomes):
+                self._settle(job, outcome, started, engine_s, len(jobs))
+        finally:
+            for job in jobs:
+                job.ticket.running.discard(job)
+                self._running.discard(job)
+            self._gauge(running_delta=-len(jobs))
+
+    def _settle(self, job: Job, outcome: Outcome, started: float, engine_s: float, batch_size: int) -> None:
+        """Hand one batch member its own result or failure."""
+        if isinstance(outcome, EngineDead):
+            log.error("engine died", extra={"event": "engine_dead", "error": repr(outcome)})
+            if self._on_engine_dead is not None:
+                self._on_engine_dead(outcome)
+        if job.future.done():
+            return
+        cancelled = job.cancel.cancelled or isinstance(outcome, EngineCancelled) or (
+            isinstance(outcome, TranslationResult) and outcome.finish_reason == "cancelled")
+        if cancelled:
+            job.future.set_exception(DeadlineExceeded("cancelled while decoding"))
+            job.future.exception()
+        elif isinstance(outcome, BaseException):
+            if not isinstance(outcome, EngineDead):
+                log.warning("engine failed on a segment",
+                            extra={"event": "engine_error", "error": repr(outcome)})
+            job.future.set_exception(outcome)
+            job.future.exception()
+        else:
+            queue_s = started - job.enqueued_at
+            self._recent_engine_s.append(engine_s / batch_size)
+            if self.metrics is not None:
+                self.metrics.queue_time.observe(queue_s)
+                self.metrics.engine_time.observe(engine_s)
+                self.metrics.generated_tokens.inc(outcome.generated_tokens)
+                self.metrics.prompt_tokens.inc(outcome.prompt_tokens)
+            if job.on_delta is not None and outcome.text:
+                job.on_delta(outcome.text)  # a batch does not stream: the whole text, once
+            job.future.set_result(SegmentOutcome(outcome, queue_s * 1000, engine_s * 1000))
 
     def _gauge(self, running_delta: int = 0) -> None:
         if self.metrics is None:

@@ -5,6 +5,12 @@ each text into segments (sentences, or HTML text nodes), serves what it can
 from the cache, schedules the rest on the shared engine, cleans what the model
 adds, and reassembles everything in order with the original whitespace and
 markup. The API layer only validates and maps errors; it never sees an engine.
+
+Quality steps around the engine call, per segment: the glossary entries whose
+terms occur in it go into the prompt (and the cache key); Traditional Chinese
+goes to the model as Simplified and comes back converted with OpenCC; and the
+guardrails check each output, retrying once with a stricter prompt when it is
+not a translation (``mtserve.service.guardrails``).
 """
 
 from __future__ import annotations
@@ -15,10 +21,13 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from mtserve.engines.base import Engine, TranslationRequest
+from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
+from mtserve.service.glossary import GlossaryFile, canonical, matching_entries, merge
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
 from mtserve.settings import Settings
+from mtserve.text import chinese
 from mtserve.text.cleanup import clean_translation, strip_special_tokens
 from mtserve.text.detect import Detection, LanguageDetector
 from mtserve.text.html import parse_html
@@ -30,6 +39,8 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("text", "html")
 ALTERNATIVE_TEMPERATURE = 0.7
+ALTERNATIVE_ROUNDS = 2  # sampling rounds to find N distinct alternatives; the second samples hotter
+CHINESE = ("zh", "zt")
 
 
 class UnsupportedLanguage(ValueError):
@@ -43,6 +54,7 @@ class Usage:
     segments: int = 0
     cached_segments: int = 0
     generated_tokens: int = 0
+    prompt_tokens: int = 0
     queue_ms: float = 0.0
     engine_ms: float = 0.0
 
@@ -50,6 +62,7 @@ class Usage:
         self.segments += other.segments
         self.cached_segments += other.cached_segments
         self.generated_tokens += other.generated_tokens
+        self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)
         self.engine_ms += other.engine_ms
 
@@ -64,7 +77,7 @@ class Translation:
 
 @dataclass
 class StreamEvent:
-    kind: str  # "detected" | "delta" | "done"
+    kind: str  # "detected" | "delta" (raw text) | "segment" (one cleaned segment) | "done"
     data: dict
 
 
@@ -93,6 +106,10 @@ class TranslationService:
         self.cache = cache
         self.detector = detector
         self.metrics = metrics
+        glossary_file = getattr(settings, "glossary_file", None)
+        self.glossary_file = GlossaryFile.load(glossary_file) if glossary_file else GlossaryFile()
+        # The retry is a stricter *prompt*, so it is for engines that translate by prompting an LLM.
+        self.guarded = bool(getattr(settings, "guardrails", True) and getattr(engine, "prompted", False))
 
     # --- languages -------------------------------------------------------------
     @property
@@ -145,8 +162,65 @@ class TranslationService:
                 gap += piece.text
         return _Plan(segments, lambda outputs: join_pieces(pieces, outputs), gaps)
 
-    def _key(self, source: str, target: str, segment: str) -> CacheKey:
-        return CacheKey(self.engine.model_name, source, target, "text", segment)
+    def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None) -> CacheKey:
+        return CacheKey(self.engine.model_name, source, target, "text", segment, canonical(terms or {}))
+
+    # --- glossary, scripts, guardrails -------------------------------------------
+    def glossary_for(self, source: str, target: str, glossary: dict[str, str] | None) -> dict[str, str]:
+        """The server-wide entries for the pair, overridden by the request's own."""
+        return merge(self.glossary_file.entries_for(source, target), glossary)
+
+    def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
+                        temperature: float = 0.0, seed: int | None = None) -> TranslationRequest:
+        """What the engine sees: Chinese in Simplified script, whatever the caller sent or wants."""
+        text = segment
+        if source in CHINESE and (source == "zt" or chinese.is_traditional(segment)):
+            text, source = chinese.to_simplified(segment), "zh"
+            terms = {chinese.to_simplified(t): tr for t, tr in terms.items()}
+        if target == "zt":
+            target = "zh"
+            terms = {t: chinese.to_simplified(tr) for t, tr in terms.items()}
+        return TranslationRequest(text=text, source=source, target=target, temperature=temperature,
+                                  seed=seed, glossary=tuple(terms.items()))
+
+    @staticmethod
+    def _to_target_script(text: str, target: str, terms: dict[str, str]) -> str:
+        if target == "zt":
+            text = chinese.to_traditional(text)
+            for translation in terms.values():  # keep the caller's own character forms
+                text = text.replace(chinese.to_traditional(chinese.to_simplified(translation)), translation)
+        elif target == "zh":
+            text = chinese.to_simplified(text)
+        return text
+
+    @staticmethod
+    def _account(usage: Usage, outcome) -> None:
+        usage.generated_tokens += outcome.result.generated_tokens
+        usage.prompt_tokens += outcome.result.prompt_tokens
+        usage.queue_ms = max(usage.queue_ms, outcome.queue_ms)
+        usage.engine_ms += outcome.engine_ms
+
+    async def _finish(self, ticket: Ticket, request: TranslationRequest, outcome, usage: Usage,
+                      target: str, terms: dict[str, str], guard: bool = True) -> str:
+        """Clean an engine result, retry once if the guardrails reject it, and convert the script."""
+        cleaned = clean_translation(outcome.result.text, request.text)
+        if guard and self.guarded:
+            glossary = dict(request.glossary)
+            problem = guardrails.check(request.text, cleaned, request.source, request.target,
+                                       glossary=glossary, finish_reason=outcome.result.finish_reason)
+            if problem is not None:
+                self.metrics.guardrail_retries.labels(reason=problem.kind).inc()
+                log.info("guardrail retry", extra={"event": "guardrail_retry", "reason": problem.kind,
+                                                   "detail": problem.detail})
+                [retried] = await ticket.wait([ticket.submit(guardrails.retry_request(request, problem))])
+                self._account(usage, retried)
+                second = clean_translation(retried.result.text, request.text)
+                second_problem = guardrails.check(request.text, second, request.source, request.target,
+                                                  glossary=glossary, finish_reason=retried.result.finish_reason)
+                cleaned, unresolved = guardrails.choose(cleaned, problem, second, second_problem)
+                if unresolved:
+                    self.metrics.guardrail_unresolved.labels(reason=(second_problem or problem).kind).inc()
+        return self._to_target_script(cleaned, target, terms)
 
     # --- translation ------------------------------------------------------------
     async def translate(
@@ -159,8 +233,12 @@ class TranslationService:
         timeout_s: float | None = None,
         usage: Usage | None = None,
         priority: Priority = Priority.INTERACTIVE,
+        glossary: dict[str, str] | None = None,
     ) -> list[Translation]:
-        """Translate texts as one request: one ticket, one deadline, all segments fair-queued."""
+        """Translate texts as one request: one ticket, one deadline, all segments fair-queued.
+
+        ``glossary`` ({term: translation}) adds to the server-wide glossary for this request.
+        """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         resolved = [self.resolve_source(t, source, target) for t in texts]
@@ -168,7 +246,7 @@ class TranslationService:
             self.check_pair(src, target)
         async with self.scheduler.ticket(timeout_s, priority) as ticket:
             jobs = [
-                self._translate_one(ticket, text, src, target, fmt, usage)
+                self._translate_one(ticket, text, src, target, fmt, usage, glossary=glossary)
                 for text, (src, _) in zip(texts, resolved)
             ]
             outputs = await asyncio.gather(*jobs)
@@ -177,7 +255,7 @@ class TranslationService:
                 alt_lists = list(
                     await asyncio.gather(
                         *[
-                            self._alternatives(ticket, text, src, target, alternatives, out, usage)
+                            self._alternatives(ticket, text, src, target, alternatives, out, usage, glossary)
                             for text, (src, _), out in zip(texts, resolved, outputs)
                         ]
                     )
@@ -189,55 +267,79 @@ class TranslationService:
 
     async def _translate_one(
         self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
-        temperature: float = 0.0, seed: int | None = None,
+        temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
     ) -> str:
         if source == target or not text.strip():
             return text
         plan = self._plan(text, source, target, fmt)
+        entries = self.glossary_for(source, target, glossary)
         outputs: list[str | None] = [None] * len(plan.segments)
         futures, where = [], []
         for i, segment in enumerate(plan.segments):
             if not has_words(segment):
                 outputs[i] = passthrough(segment, target)
                 continue
-            cached = self.cache.get(self._key(source, target, segment)) if temperature == 0 else None
+            terms = matching_entries(entries, segment)
+            key = self._key(source, target, segment, terms)
+            cached = self.cache.get(key) if temperature == 0 else None
             if cached is not None:
                 outputs[i] = cached
                 usage.cached_segments += 1
                 self.metrics.cache_hits.inc()
                 continue
             self.metrics.cache_misses.inc()
-            request = TranslationRequest(text=segment, source=source, target=target,
-                                         temperature=temperature, seed=seed)
+            request = self._engine_request(segment, source, target, terms, temperature, seed)
             futures.append(ticket.submit(request))
-            where.append(i)
+            where.append((i, request, terms, key))
         usage.segments += len(plan.segments)
-        for i, outcome in zip(where, await ticket.wait(futures)):
-            cleaned = clean_translation(outcome.result.text, plan.segments[i])
-            outputs[i] = cleaned
-            usage.generated_tokens += outcome.result.generated_tokens
-            usage.queue_ms = max(usage.queue_ms, outcome.queue_ms)
-            usage.engine_ms += outcome.engine_ms
+        outcomes = await ticket.wait(futures)
+        for (i, _request, _terms, _key), outcome in zip(where, outcomes):
+            self._account(usage, outcome)
+        finished = await asyncio.gather(*[
+            self._finish(ticket, request, outcome, usage, target, terms, guard=temperature == 0)
+            for (_i, request, terms, _key), outcome in zip(where, outcomes)
+        ])
+        for (i, _request, _terms, key), final in zip(where, finished):
+            outputs[i] = final
             if temperature == 0:
-                self.cache.put(self._key(source, target, plan.segments[i]), cleaned)
+                self.cache.put(key, final)
         return plan.assemble([o or "" for o in outputs])
 
     async def _alternatives(
-        self, ticket: Ticket, text: str, source: str, target: str, count: int, best: str, usage: Usage
+        self, ticket: Ticket, text: str, source: str, target: str, count: int, best: str, usage: Usage,
+        glossary: dict[str, str] | None = None,
     ) -> list[str]:
-        """Sampled translations (temperature > 0, fixed seeds), distinct from the best one."""
+        """Up to ``count`` sampled translations (fixed seeds), distinct from the best and each other.
+
+        Candidates that differ only in case, spacing or punctuation count as one,
+        and candidates the guardrails reject (left untranslated, looping) are
+        dropped. If a round yields too few, a second, hotter one fills the gap.
+        """
         if source == target or not text.strip():
             return []
-        candidates = await asyncio.gather(
-            *[
-                self._translate_one(ticket, text, source, target, "text", usage,
-                                    temperature=ALTERNATIVE_TEMPERATURE, seed=seed)
-                for seed in range(1, count + 1)
-            ]
-        )
+        seen = {guardrails._normal(best)}
         distinct: list[str] = []
-        for candidate in candidates:
-            if candidate.strip() != best.strip() and candidate not in distinct:
+        next_seed = 1
+        terms = matching_entries(self.glossary_for(source, target, glossary), text)
+        for round_ in range(ALTERNATIVE_ROUNDS):
+            wanted = count - len(distinct)
+            if wanted <= 0:
+                break
+            seeds = range(next_seed, next_seed + wanted + round_)
+            next_seed += len(seeds)
+            candidates = await asyncio.gather(*[
+                self._translate_one(ticket, text, source, target, "text", usage,
+                                    temperature=ALTERNATIVE_TEMPERATURE + 0.3 * round_, seed=seed,
+                                    glossary=glossary)
+                for seed in seeds
+            ])
+            for candidate in candidates:
+                key = guardrails._normal(candidate)
+                if not key or key in seen or len(distinct) >= count:
+                    continue
+                if self.guarded and guardrails.check(text, candidate, source, target, glossary=terms) is not None:
+                    continue
+                seen.add(key)
                 distinct.append(candidate)
         return distinct
 
@@ -245,6 +347,7 @@ class TranslationService:
     async def stream(
         self, text: str, source: str, target: str, fmt: str = "text",
         timeout_s: float | None = None, usage: Usage | None = None,
+        glossary: dict[str, str] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Yield the translation as it is generated, segment by segment, in order.
 
@@ -263,24 +366,34 @@ class TranslationService:
             yield StreamEvent("done", {"translatedText": text})
             return
         plan = self._plan(text, src, target, fmt)
+        entries = self.glossary_for(src, target, glossary)
+
+        def live(piece: str) -> str:  # a raw delta, in the script the caller asked for
+            piece = strip_special_tokens(piece)
+            return chinese.to_traditional(piece) if target == "zt" and piece else piece
+
         async with self.scheduler.ticket(timeout_s) as ticket:
             queues: list[asyncio.Queue[str]] = []
             futures: list[asyncio.Future | None] = []
             cached: list[str | None] = []
+            jobs: list[tuple[TranslationRequest, dict[str, str], CacheKey] | None] = []
             for segment in plan.segments:
                 queue: asyncio.Queue[str] = asyncio.Queue()
                 queues.append(queue)
-                hit = (self.cache.get(self._key(src, target, segment)) if has_words(segment)
-                       else passthrough(segment, target))
+                terms = matching_entries(entries, segment)
+                key = self._key(src, target, segment, terms)
+                hit = self.cache.get(key) if has_words(segment) else passthrough(segment, target)
                 cached.append(hit)
                 if hit is not None:
                     usage.cached_segments += 1
                     self.metrics.cache_hits.inc()
                     futures.append(None)
+                    jobs.append(None)
                 else:
                     self.metrics.cache_misses.inc()
-                    request = TranslationRequest(text=segment, source=src, target=target)
+                    request = self._engine_request(segment, src, target, terms)
                     futures.append(ticket.submit(request, on_delta=queue.put_nowait))
+                    jobs.append((request, terms, key))
             usage.segments += len(plan.segments)
             outputs: list[str] = []
             for i, segment in enumerate(plan.segments):
@@ -289,6 +402,7 @@ class TranslationService:
                 if futures[i] is None:
                     outputs.append(cached[i] or "")
                     yield StreamEvent("delta", {"text": cached[i] or ""})
+                    yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cached[i] or ""})
                     continue
                 future = futures[i]
                 assert future is not None
@@ -299,7 +413,7 @@ class TranslationService:
                         return_when=asyncio.FIRST_COMPLETED,
                     )
                     if getter in done:
-                        piece = strip_special_tokens(getter.result())
+                        piece = live(getter.result())
                         if piece:
                             yield StreamEvent("delta", {"text": piece})
                     else:
@@ -308,15 +422,17 @@ class TranslationService:
                         break
                 outcome = await ticket.wait_one(future)
                 while not queues[i].empty():  # deltas that raced the result
-                    piece = strip_special_tokens(queues[i].get_nowait())
+                    piece = live(queues[i].get_nowait())
                     if piece:
                         yield StreamEvent("delta", {"text": piece})
-                cleaned = clean_translation(outcome.result.text, segment)
-                self.cache.put(self._key(src, target, segment), cleaned)
-                usage.generated_tokens += outcome.result.generated_tokens
-                usage.engine_ms += outcome.engine_ms
-                usage.queue_ms = max(usage.queue_ms, outcome.queue_ms)
+                job = jobs[i]
+                assert job is not None
+                request, terms, key = job
+                self._account(usage, outcome)
+                cleaned = await self._finish(ticket, request, outcome, usage, target, terms)
+                self.cache.put(key, cleaned)
                 outputs.append(cleaned)
+                yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cleaned})
         final: dict = {"translatedText": plan.assemble(outputs)}
         if detected is not None:
             final["detectedLanguage"] = {"language": detected.language, "confidence": detected.confidence}

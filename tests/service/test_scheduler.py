@@ -232,3 +232,28 @@ def test_interactive_requests_go_before_background_work():
     chats = [i for i, t in enumerate(order) if t.startswith("chat")]
     assert chats == list(range(chats[0], chats[0] + 6)), order  # no document segment in between
     assert chats[0] <= 3
+
+
+def test_a_request_that_would_only_wait_to_time_out_is_refused_at_once():
+    async def main():
+        engine = FakeEngine(delay_s=0.3, slots=1)
+        scheduler = await started(engine, max_queue=50)
+        async with scheduler.ticket(10) as ticket:  # teach it how long a segment takes
+            await ticket.wait([ticket.submit(req("warm"))])
+
+        async def backlog():
+            async with scheduler.ticket(30) as ticket:
+                await ticket.wait([ticket.submit(req(f"b{i}")) for i in range(10)])
+
+        task = asyncio.create_task(backlog())
+        await asyncio.sleep(0.05)
+        with pytest.raises(QueueFull) as info:  # ~3 s of work ahead, 1 s deadline
+            async with scheduler.ticket(1.0):
+                pass
+        async with scheduler.ticket(30) as ticket:  # a patient request is still admitted
+            pass
+        task.cancel()
+        await scheduler.stop()
+        return info.value
+
+    assert run(main()).retry_after_s >= 2

@@ -1,0 +1,252 @@
+"""DeepL API v2 compatibility (``/v2/...``), so DeepL clients work by changing one URL.
+
+Same service layer as the LibreTranslate routes: scheduler, cache, limits,
+keys (``Authorization: DeepL-Auth-Key <key>``), metrics. What differs is the
+shape: DeepL language codes (``EN-US``, ``ZH-HANS``...), ``{"translations": [...]}``
+responses, ``{"message": ...}`` errors, and the glossaries API backed by
+mtserve's glossary store.
+
+Honest limits: the LLM engines have no formality control, so every target
+reports ``supports_formality: false``; like DeepL, ``formality=more|less`` is
+then a 400 and ``prefer_more|prefer_less`` are accepted and ignored.
+``split_sentences`` and ``preserve_formatting`` are accepted: mtserve always
+splits at sentences and always keeps whitespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from mtserve.api.errors import ApiError
+from mtserve.api.routes import admit, runtime_of, service_of, until_disconnect
+from mtserve.service.glossary import Glossary, GlossaryError, GlossaryStore, format_entries, parse_entries
+from mtserve.service.translator import Usage
+from mtserve.settings import Settings
+from mtserve.text.languages import language_name
+
+router = APIRouter(prefix="/v2", tags=["DeepL API v2"])
+
+# DeepL code -> mtserve code. Regional variants map onto the one model language.
+DEEPL_TO_MTSERVE = {"EN-US": "en", "EN-GB": "en", "ZH-HANS": "zh", "ZH-HANT": "zt",
+                    "PT-PT": "pt", "PT-BR": "pt"}
+TARGET_VARIANTS = {"en": ["EN-US", "EN-GB"], "zh": ["ZH", "ZH-HANS"], "zt": ["ZH-HANT"],
+                   "pt": ["PT-PT", "PT-BR"]}
+FORMALITY_OK = {"default", "prefer_more", "prefer_less"}
+FORMALITY_KNOWN = FORMALITY_OK | {"more", "less"}
+
+
+def to_mtserve(code: str, role: str, supported: tuple[str, ...]) -> str:
+    upper = code.strip().upper()
+    mapped = DEEPL_TO_MTSERVE.get(upper, upper.lower())
+    if mapped not in supported:
+        raise ApiError(400, f"Value for '{role}' not supported: {code!r}. See GET /v2/languages.")
+    return mapped
+
+
+def to_deepl(code: str) -> str:
+    return "ZH" if code == "zt" else code.upper()
+
+
+def describe(glossary: Glossary) -> dict:
+    """DeepL's glossary shape; its clients parse creation_time with fractional seconds."""
+    info = glossary.describe()
+    created = datetime.fromisoformat(glossary.created)
+    info["creation_time"] = created.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    info["source_lang"], info["target_lang"] = to_deepl(glossary.source_lang).lower(), to_deepl(glossary.target_lang).lower()
+    return info
+
+
+def glossary_store(request: Request) -> GlossaryStore:
+    runtime = runtime_of(request)
+    store = getattr(runtime, "glossaries", None)
+    if store is None:
+        store = runtime.glossaries = GlossaryStore(runtime.settings.home / "glossaries.sqlite3")
+    return store
+
+
+async def read_fields(request: Request) -> dict[str, Any]:
+    """JSON or form data; repeated form fields (``text=a&text=b``) become lists."""
+    content_type = request.headers.get("content-type", "")
+    if "application/json" in content_type:
+        try:
+            data = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            raise ApiError(400, "Invalid JSON body") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "The JSON body must be an object")
+        return data
+    fields: dict[str, Any] = {key: value for key, value in request.query_params.items()}
+    if "form" in content_type:
+        form = await request.form()
+        for key in form.keys():
+            values = form.getlist(key)
+            fields[key] = values if len(values) > 1 or key == "text" else values[0]
+    return fields
+
+
+def as_bool(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_key(request: Request) -> None:
+    admit(request, None)  # the key travels in Authorization: DeepL-Auth-Key
+
+
+# --- translate ---------------------------------------------------------------------------
+@router.post("/translate")
+async def translate(request: Request):
+    """DeepL's /v2/translate: ``text`` (one or many), ``target_lang``, optional ``source_lang``."""
+    settings: Settings = request.app.state.settings
+    fields = await read_fields(request)
+    check_key(request)
+    texts = fields.get("text")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not texts or not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ApiError(400, "Parameter 'text' not specified: send one or more texts")
+    if "target_lang" not in fields or not isinstance(fields["target_lang"], str):
+        raise ApiError(400, "Value for 'target_lang' not supported.")
+    if len(texts) > settings.batch_limit:
+        raise ApiError(413, f"Too many texts: {len(texts)}; the limit is {settings.batch_limit}")
+    chars = sum(len(t) for t in texts)
+    if chars > settings.char_limit:
+        raise ApiError(413, f"Request too large: {chars} characters; the limit is {settings.char_limit}")
+    service = service_of(request)
+    supported = service.languages
+    target = to_mtserve(fields["target_lang"], "target_lang", supported)
+    source = "auto"
+    if fields.get("source_lang"):
+        source = to_mtserve(str(fields["source_lang"]), "source_lang", supported)
+    formality = str(fields.get("formality", "default")).lower()
+    if formality not in FORMALITY_KNOWN:
+        raise ApiError(400, f"Value for 'formality' not supported: {formality!r}")
+    if formality not in FORMALITY_OK:
+        raise ApiError(400, f"'formality' is not supported for target language {fields['target_lang']}; "
+                            "use prefer_more or prefer_less")
+    tag_handling = fields.get("tag_handling")
+    if tag_handling not in (None, "", "html", "xml"):
+        raise ApiError(400, "Value for 'tag_handling' not supported: use html or xml")
+    fmt = "html" if tag_handling in ("html", "xml") else "text"
+    glossary = None
+    if fields.get("glossary_id"):
+        if source == "auto":
+            raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
+        try:
+            found = glossary_store(request).get(str(fields["glossary_id"]))
+        except GlossaryError as exc:
+            raise ApiError(400, str(exc)) from None
+        if (found.source_lang, found.target_lang) != (source, target):
+            raise ApiError(400, f"the glossary is for {found.source_lang}->{found.target_lang}, "
+                                f"not {source}->{target}")
+        glossary = found.entries
+    usage = Usage()
+    request.state.usage = usage
+    request.state.chars_in = chars
+    work = asyncio.ensure_future(service.translate(texts, source, target, fmt, usage=usage, glossary=glossary))
+    results = await until_disconnect(request, work)
+    if isinstance(results, Response):
+        return results
+    runtime_of(request).usage_chars += chars
+    return {
+        "translations": [
+            {"detected_source_language": to_deepl(r.source), "text": r.text, "billed_characters": len(t)}
+            for r, t in zip(results, texts)
+        ]
+    }
+
+
+# --- languages and usage -----------------------------------------------------------------
+@router.get("/languages", operation_id="deepl_languages_get")
+@router.post("/languages", operation_id="deepl_languages_post")
+async def languages(request: Request):
+    """Source or target languages in DeepL's shape."""
+    fields = await read_fields(request)
+    check_key(request)
+    kind = str(fields.get("type", "source")).lower()
+    if kind not in ("source", "target"):
+        raise ApiError(400, "Value for 'type' not supported: use source or target")
+    codes = runtime_of(request).engine.languages
+    if kind == "source":
+        return [{"language": to_deepl(c), "name": language_name(c)} for c in codes if c != "zt"]
+    out = []
+    for code in codes:
+        for variant in TARGET_VARIANTS.get(code, [code.upper()]):
+            out.append({"language": variant, "name": language_name(code), "supports_formality": False})
+    return out
+
+
+@router.get("/usage", operation_id="deepl_usage_get")
+@router.post("/usage", operation_id="deepl_usage_post")
+async def usage(request: Request):
+    """Characters translated through /v2 since start; mtserve sets no quota."""
+    check_key(request)
+    runtime = runtime_of(request)
+    return {"character_count": runtime.usage_chars, "character_limit": 1_000_000_000_000}
+
+
+# --- glossaries ---------------------------------------------------------------------------
+@router.get("/glossary-language-pairs")
+async def glossary_language_pairs(request: Request):
+    check_key(request)
+    codes = [c for c in runtime_of(request).engine.languages if c != "zt"]
+    return {"supported_languages": [{"source_lang": s, "target_lang": t}
+                                    for s in codes for t in codes if s != t]}
+
+
+@router.post("/glossaries", status_code=201)
+async def create_glossary(request: Request):
+    fields = await read_fields(request)
+    check_key(request)
+    supported = runtime_of(request).engine.languages
+    for name in ("name", "source_lang", "target_lang", "entries"):
+        if not fields.get(name):
+            raise ApiError(400, f"Missing parameter '{name}'")
+    source = to_mtserve(str(fields["source_lang"]), "source_lang", supported)
+    target = to_mtserve(str(fields["target_lang"]), "target_lang", supported)
+    fmt = str(fields.get("entries_format", "tsv")).lower()
+    try:
+        entries = parse_entries(str(fields["entries"]), fmt)
+        glossary = glossary_store(request).create(str(fields["name"]), source, target, entries)
+    except GlossaryError as exc:
+        raise ApiError(400, str(exc)) from None
+    return JSONResponse(describe(glossary), status_code=201)
+
+
+@router.get("/glossaries")
+async def list_glossaries(request: Request):
+    check_key(request)
+    return {"glossaries": [describe(g) for g in glossary_store(request).list()]}
+
+
+def _get(request: Request, glossary_id: str):
+    try:
+        return glossary_store(request).get(glossary_id)
+    except GlossaryError:
+        raise ApiError(404, f"Glossary not found: {glossary_id}") from None
+
+
+@router.get("/glossaries/{glossary_id}")
+async def get_glossary(request: Request, glossary_id: str):
+    check_key(request)
+    return describe(_get(request, glossary_id))
+
+
+@router.get("/glossaries/{glossary_id}/entries")
+async def glossary_entries(request: Request, glossary_id: str):
+    check_key(request)
+    glossary = _get(request, glossary_id)
+    return PlainTextResponse(format_entries(glossary.entries, "tsv"), media_type="text/tab-separated-values")
+
+
+@router.delete("/glossaries/{glossary_id}", status_code=204)
+async def delete_glossary(request: Request, glossary_id: str):
+    check_key(request)
+    if not glossary_store(request).delete(glossary_id):
+        raise ApiError(404, f"Glossary not found: {glossary_id}")
+    return Response(status_code=204)

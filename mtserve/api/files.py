@@ -1,0 +1,231 @@
+"""Document routes: LibreTranslate's /translate_file and /download_file, and the job API.
+
+``POST /translate_file`` is LibreTranslate's contract: it answers once the
+document is translated, with ``{"translatedFileUrl": ...}``. For large files,
+``POST /jobs`` answers at once (202) with a job; ``GET /jobs/{id}`` reports
+progress, ``GET /jobs/{id}/events`` streams it (server-sent events), and
+``DELETE /jobs/{id}`` cancels it (or deletes a finished one's result). The
+work itself lives in ``mtserve.documents``; these routes only parse and map.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from sse_starlette.sse import EventSourceResponse
+from starlette.datastructures import UploadFile
+
+from mtserve.api.errors import ApiError, BodyTooLarge
+from mtserve.api.routes import ERRORS, admit, service_of, until_disconnect
+from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
+from mtserve.documents.jobs import Job, JobStatus, JobStore
+from mtserve.settings import Settings
+
+router = APIRouter()
+
+READ_CHUNK = 1 << 20
+MULTIPART_SLACK = 64 * 1024  # form fields and boundaries around the file itself
+UPLOAD_PATHS = ("/translate_file", "/jobs")  # where the body limit is files_max_mb, not max_body_bytes
+
+
+def upload_limit_bytes(settings: Settings) -> int:
+    """The body size an upload may have: the file limit plus room for the form around it."""
+    return int(settings.files_max_mb * 1_000_000) + MULTIPART_SLACK
+FILE_ERRORS = {
+    **ERRORS,
+    413: {"description": "The file is over the size or segment limit; the message names the limit."},
+}
+NOT_FOUND = {404: {"model": ERRORS[400]["model"], "description": "No such job or file, or it expired."}}
+GLOSSARY_HELP = 'Optional JSON object of term -> translation, e.g. {"IBM公司": "IBM"}, as /translate takes.'
+_UPLOAD_FORM = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "target"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary",
+                                 "description": "The document; its extension says its format."},
+                        "source": {"type": "string", "default": "auto",
+                                   "description": "Source language code, or 'auto' to detect it."},
+                        "target": {"type": "string", "description": "Target language code."},
+                        "glossary": {"type": "string", "description": GLOSSARY_HELP},
+                        "api_key": {"type": "string",
+                                    "description": "The API key, when the server requires one."},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+def jobs_of(request: Request) -> JobStore:
+    return request.app.state.jobs
+
+
+def _download_url(request: Request, job: Job) -> str | None:
+    if job.result_name is None:
+        return None
+    return str(request.url_for("download_file", name=job.result_name))
+
+
+def job_json(request: Request, job: Job) -> dict[str, Any]:
+    body = job.snapshot(jobs_of(request).ttl_s)
+    body["translatedFileUrl"] = _download_url(request, job)
+    return body
+
+
+def _job_or_404(request: Request, job_id: str) -> Job:
+    job = jobs_of(request).get(job_id)
+    if job is None:
+        raise ApiError(404, f"no job {job_id!r}: it never existed, was deleted, or expired "
+                            f"(results are kept {jobs_of(request).ttl_s:g} s)")
+    return job
+
+
+async def _submit(request: Request) -> Job:
+    """Read the multipart upload within the limits and queue its translation."""
+    store = jobs_of(request)
+    if not store.formats:
+        raise ApiError(403, "file translation is turned off on this server (MTSERVE_FILES_FORMATS is empty)")
+    content_type = request.headers.get("content-type", "")
+    if "multipart/form-data" not in content_type:
+        raise ApiError(400, "send the document as multipart/form-data with fields file, source and target")
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > store.max_bytes + MULTIPART_SLACK:
+        raise ApiError(413, f"the upload is {int(declared) / 1e6:,.1f} MB; the limit is "
+                            f"{store.settings.files_max_mb:g} MB (MTSERVE_FILES_MAX_MB)")
+    try:
+        form = await request.form(max_files=1, max_fields=16)
+    except BodyTooLarge:
+        raise ApiError(413, f"the upload is over {store.settings.files_max_mb:g} MB, the limit "
+                            "(MTSERVE_FILES_MAX_MB)") from None
+    except Exception as exc:  # starlette's MultiPartException and friends: a malformed body
+        raise ApiError(400, f"could not read the multipart form: {exc}") from None
+    admit(request, str(form.get("api_key") or "") or None)
+    service = service_of(request)
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
+        raise ApiError(400, "the form has no file; send the document in a field named 'file'")
+    target = str(form.get("target") or "").strip()
+    source = str(form.get("source") or "auto").strip() or "auto"
+    if not target:
+        raise ApiError(400, "target is missing; send the target language code, e.g. target=en")
+    glossary = _glossary(form.get("glossary"))
+    data = bytearray()
+    while chunk := await upload.read(READ_CHUNK):
+        data += chunk
+        if len(data) > store.max_bytes:
+            raise ApiError(413, f"the file is over {store.settings.files_max_mb:g} MB, the limit "
+                                "(MTSERVE_FILES_MAX_MB)")
+    await form.close()
+    try:
+        return await store.submit(service, upload.filename or "", bytes(data), source, target, glossary)
+    except LimitExceeded as exc:
+        raise ApiError(413, str(exc)) from None
+    except TooManyDocuments as exc:
+        raise ApiError(503, str(exc), {"Retry-After": "30"}) from None
+    except DocumentError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+def _glossary(value: object) -> dict[str, str] | None:
+    """The form's optional glossary: a JSON object of term -> translation, as /translate takes it."""
+    from mtserve.service.glossary import GlossaryError, validate_entries
+
+    if value is None or value == "":
+        return None
+    try:
+        return validate_entries(json.loads(str(value)), "glossary")
+    except json.JSONDecodeError:
+        raise ApiError(400, 'glossary must be a JSON object of term -> translation, '
+                            'e.g. {"猫": "cat"}') from None
+    except GlossaryError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+# --- LibreTranslate's contract -----------------------------------------------------------------
+@router.post("/translate_file", responses=FILE_ERRORS, openapi_extra=_UPLOAD_FORM)
+async def translate_file(request: Request):
+    """Translate a document and answer with the URL to download it from (LibreTranslate's contract)."""
+    job = await _submit(request)
+    store = jobs_of(request)
+    finished = await until_disconnect(request, asyncio.ensure_future(store.wait(job)))
+    if isinstance(finished, Response):
+        return finished
+    if job.status is not JobStatus.DONE:
+        raise ApiError(job.error_status or 500, job.error or f"the translation was {job.status.value}")
+    return {"translatedFileUrl": _download_url(request, job)}
+
+
+@router.get("/download_file/{name}", name="download_file", responses=NOT_FOUND)
+async def download_file(request: Request, name: str):
+    """A translated document, while it lasts."""
+    store = jobs_of(request)
+    path = store.result_path(name)
+    if path is None:
+        raise ApiError(404, f"no translated file {name!r}: the name is wrong or the file expired "
+                            f"(files are kept {store.ttl_s:g} s); translate the document again")
+    media = _MEDIA_TYPES.get(path.suffix.lstrip("."), "application/octet-stream")
+    return FileResponse(path, media_type=media, filename=store.download_filename(name))
+
+
+_MEDIA_TYPES = {
+    "txt": "text/plain; charset=utf-8", "md": "text/markdown; charset=utf-8", "html": "text/html",
+    "srt": "application/x-subrip", "vtt": "text/vtt; charset=utf-8",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "odt": "application/vnd.oasis.opendocument.text", "epub": "application/epub+zip",
+    "pdf": "application/pdf", "po": "text/x-gettext-translation; charset=utf-8", "json": "application/json",
+}
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+@router.post("/jobs", status_code=202, responses=FILE_ERRORS, openapi_extra=_UPLOAD_FORM)
+async def create_job(request: Request):
+    """Queue a document; the answer (202) is the job, with links to follow its progress."""
+    job = await _submit(request)
+    body = job_json(request, job)
+    location = str(request.url_for("get_job", job_id=job.id))
+    body["events"] = str(request.url_for("job_events", job_id=job.id))
+    return JSONResponse(body, status_code=202, headers={"Location": location})
+
+
+@router.get("/jobs/{job_id}", name="get_job", responses=NOT_FOUND)
+async def get_job(request: Request, job_id: str):
+    """Status and progress: segments done out of total, the current section, the result's URL when done."""
+    return job_json(request, _job_or_404(request, job_id))
+
+
+@router.get("/jobs/{job_id}/events", name="job_events", response_class=EventSourceResponse,
+            responses=NOT_FOUND)
+async def job_events(request: Request, job_id: str):
+    """Server-sent events: `progress` with the job after each change, then `done`, `failed` or `cancelled`."""
+    job = _job_or_404(request, job_id)
+    store = jobs_of(request)
+
+    async def events():
+        async for current in store.watch(job):
+            kind = current.status.value if current.status.finished else "progress"
+            yield {"event": kind, "data": json.dumps(job_json(request, current), ensure_ascii=False)}
+
+    return EventSourceResponse(events(), ping=15)
+
+
+@router.delete("/jobs/{job_id}", responses=NOT_FOUND)
+async def delete_job(request: Request, job_id: str):
+    """Cancel a queued or running job; for a finished one, delete it and its result."""
+    job = _job_or_404(request, job_id)
+    cancelled = await jobs_of(request).cancel(job)
+    body = job_json(request, job)
+    body["deleted"] = not cancelled
+    if not cancelled:
+        body["translatedFileUrl"] = None
+    return body

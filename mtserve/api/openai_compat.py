@@ -1,0 +1,206 @@
+"""OpenAI chat-completions compatibility (``/v1/...``) for LLM-era translation tools.
+
+This is a translation endpoint, not a chatbot: the last user message is the
+text to translate, and everything else only says into which language. The
+target comes from, in order:
+
+1. an explicit ``target_lang`` field (an extension; a code like ``en`` or a name like ``English``);
+2. the model alias ``mtserve-<source>-<target>``, e.g. ``mtserve-zh-en`` or ``mtserve-auto-en``;
+3. the system prompt: "Translate into English", "translate ... to German", "翻译成英文".
+
+The source is ``source_lang``, the alias's first part, or detected. A request
+that names no target is refused with a 400 that says how to name one. It goes
+through the same service as the other APIs (scheduler, cache, limits, keys).
+Streaming sends one chunk per translated sentence, already cleaned, so the
+streamed text equals the final text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from mtserve.api.errors import ApiError
+from mtserve.api.routes import admit, runtime_of, service_of, until_disconnect
+from mtserve.service.translator import Usage
+from mtserve.settings import Settings
+from mtserve.text.languages import CHINESE_NAMES, LANGUAGES
+
+router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
+
+ALIAS = re.compile(r"^mtserve-(?P<source>[a-z]{2,4}|auto)-(?P<target>[a-z]{2,4})$")
+EXTRA_CHINESE_NAMES = {"英文": "en", "中文": "zh", "汉语": "zh", "日文": "ja", "韩文": "ko", "德文": "de",
+                       "法文": "fr", "西班牙文": "es", "俄文": "ru", "简体中文": "zh"}
+NAME_TO_CODE = {name.lower(): code for code, name in LANGUAGES.items()}
+NAME_TO_CODE.update({name: code for code, name in CHINESE_NAMES.items()})
+NAME_TO_CODE.update(EXTRA_CHINESE_NAMES)
+_names = "|".join(sorted((re.escape(n) for n in NAME_TO_CODE), key=len, reverse=True))
+TARGET_IN_PROMPT = re.compile(
+    rf"(?:translat\w*\b.*?\b(?:in|into|to)\s+(?P<en>{_names})\b)|(?:(?:翻译|译)成?为?(?P<zh>{_names}))",
+    re.IGNORECASE | re.DOTALL,
+)
+HOW_TO_NAME_A_TARGET = (
+    "this endpoint translates the last user message; name the target language with the model "
+    "'mtserve-<source>-<target>' (e.g. mtserve-zh-en), a 'target_lang' field, or a system prompt such "
+    "as 'Translate into English'"
+)
+
+
+def language_code(value: str, role: str) -> str:
+    code = value.strip()
+    if code.lower() in LANGUAGES:
+        return code.lower()
+    if code.lower() in NAME_TO_CODE:
+        return NAME_TO_CODE[code.lower()]
+    if code in NAME_TO_CODE:
+        return NAME_TO_CODE[code]
+    raise ApiError(400, f"{role} {value!r} is not a language code or name mtserve knows")
+
+
+def message_text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def resolve_languages(body: dict, system: str) -> tuple[str, str]:
+    source = language_code(body["source_lang"], "source_lang") if body.get("source_lang") else None
+    if body.get("target_lang"):
+        return source or "auto", language_code(str(body["target_lang"]), "target_lang")
+    alias = ALIAS.match(str(body.get("model", "")))
+    if alias:
+        return source or alias["source"], alias["target"]
+    found = TARGET_IN_PROMPT.search(system)
+    if found:
+        name = found["en"] or found["zh"]
+        return source or "auto", NAME_TO_CODE.get(name.lower(), NAME_TO_CODE.get(name))
+    raise ApiError(400, HOW_TO_NAME_A_TARGET)
+
+
+def parse_chat(body: Any, settings: Settings) -> tuple[str, str, str]:
+    """(text, source, target) from a chat request, or a 400 saying what is wrong."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object with 'model' and 'messages'")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise ApiError(400, "'messages' must be a non-empty list of {role, content} objects")
+    if body.get("tools") or body.get("functions"):
+        raise ApiError(400, "tools and functions are not supported: " + HOW_TO_NAME_A_TARGET)
+    if int(body.get("n", 1) or 1) != 1:
+        raise ApiError(400, "'n' must be 1")
+    users = [m for m in messages if m.get("role") == "user"]
+    if not users:
+        raise ApiError(400, "no user message: the last user message is the text to translate")
+    text = message_text(users[-1])
+    if not text.strip():
+        raise ApiError(400, "the last user message is empty; send the text to translate")
+    if len(text) > settings.char_limit:
+        raise ApiError(413, f"the text has {len(text)} characters; the limit is {settings.char_limit}")
+    system = "\n".join(message_text(m) for m in messages if m.get("role") in ("system", "developer"))
+    source, target = resolve_languages(body, system)
+    return text, source, target
+
+
+@router.get("/models")
+async def list_models(request: Request):
+    """The model and its translation aliases (mtserve-<source>-<target>)."""
+    runtime = runtime_of(request)
+    created = int(runtime.started_at)
+    codes = runtime.engine.languages
+    ids = [runtime.engine.model_name, "mtserve"] + [
+        f"mtserve-{s}-{t}" for s in ("auto", *codes) for t in codes if s != t and ("en" in (s, t) or "zh" in (s, t) or s == "auto")
+    ]
+    return {"object": "list",
+            "data": [{"id": i, "object": "model", "created": created, "owned_by": "mtserve"} for i in ids]}
+
+
+@router.post("/chat/completions")
+async def chat_completions(request: Request):
+    """Translate the last user message; see the module notes for how the target is chosen."""
+    settings: Settings = request.app.state.settings
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        raise ApiError(400, "the body is not valid JSON") from None
+    admit(request, None)
+    text, source, target = parse_chat(body, settings)
+    service = service_of(request)
+    model = str(body.get("model") or runtime_of(request).engine.model_name)
+    usage = Usage()
+    request.state.usage = usage
+    request.state.chars_in = len(text)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    created = int(time.time())
+    if body.get("stream"):
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return await _stream(request, service, text, source, target, model, completion_id, created,
+                             usage, include_usage)
+    work = asyncio.ensure_future(service.translate([text], source, target, usage=usage))
+    results = await until_disconnect(request, work)
+    if not isinstance(results, list):
+        return results
+    translation = results[0].text
+    request.state.chars_out = len(translation)
+    return {
+        "id": completion_id, "object": "chat.completion", "created": created, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": translation},
+                     "finish_reason": "stop"}],
+        "usage": usage_json(usage),
+    }
+
+
+def usage_json(usage: Usage) -> dict:
+    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.generated_tokens,
+            "total_tokens": usage.prompt_tokens + usage.generated_tokens}
+
+
+async def _stream(request, service, text, source, target, model, completion_id, created, usage, include_usage):
+    events = service.stream(text, source, target, usage=usage)
+    first = await events.__anext__()  # errors (language, queue) surface before the 200
+
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    async def sse():
+        streamed = ""
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            event = first
+            while True:
+                if event.kind == "segment":
+                    piece = event.data["gap"] + event.data["text"]
+                    streamed += piece
+                    yield chunk({"content": piece})
+                elif event.kind == "done":
+                    final = event.data["translatedText"]
+                    if final.startswith(streamed) and len(final) > len(streamed):
+                        yield chunk({"content": final[len(streamed):]})  # trailing whitespace
+                    request.state.chars_out = len(final)
+                    break
+                event = await events.__anext__()
+            yield chunk({}, "stop")
+            if include_usage:
+                payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                           "model": model, "choices": [], "usage": usage_json(usage)}
+                yield f"data: {json.dumps(payload)}\n\n"
+            yield "data: [DONE]\n\n"
+        except Exception as exc:  # mid-stream: the status is sent, so report in-band
+            error = {"error": {"message": str(exc) or type(exc).__name__, "type": "server_error"}}
+            yield f"data: {json.dumps(error)}\n\n"
+        finally:
+            await events.aclose()
+
+    return StreamingResponse(sse(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -1,0 +1,132 @@
+"""``mtserve eval``: BLEU and chrF on a built-in set or a TSV/JSONL file.
+
+    mtserve eval --dataset hsk --split dev --levels 4-6 --limit 200      # tune on dev
+    mtserve eval --dataset hsk --split test --levels 4-6 --limit 200     # report on test
+    mtserve eval pairs.tsv --source de --target en --url http://127.0.0.1:8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+from mtserve.settings import Settings
+
+EVAL_REQUEST_TIMEOUT_S = 600.0
+
+
+def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, Iterable[str]], None],
+               service_fields: Iterable[str]) -> argparse.ArgumentParser:
+    from mtserve.eval.datasets import BUILTIN, SPLITS
+
+    parser = commands.add_parser(
+        "eval", help="score translations with sacrebleu BLEU and chrF",
+        description="Translate a set of sentences and score them against references "
+                    "(sacrebleu BLEU and chrF, with their signatures). Tune on --split dev; "
+                    "report on --split test.",
+    )
+    parser.add_argument("file", nargs="?", help="a TSV (source<TAB>reference[<TAB>group]) or JSONL "
+                        "({\"source\", \"reference\", \"id\"?, \"group\"?}) file; omit for --dataset")
+    parser.add_argument("--dataset", default="hsk",
+                        help="built-in set when no file is given: " + "; ".join(f"{k}: {v}" for k, v in BUILTIN.items()))
+    parser.add_argument("--source", "-s", default="zh", help="source language code (default zh)")
+    parser.add_argument("--target", "-t", default="en", help="target language code (default en)")
+    parser.add_argument("--split", choices=SPLITS, default=None,
+                        help="dev (tuning), test (reporting) or all; default dev for a built-in set, all for a file")
+    parser.add_argument("--levels", default=None, help="HSK levels, e.g. 4-6 or 1,3 (hsk only)")
+    parser.add_argument("--limit", type=int, default=None, help="score a sample of this many pairs")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
+    parser.add_argument("--url", default=None,
+                        help="evaluate a running server (e.g. http://127.0.0.1:8000) instead of an in-process engine")
+    parser.add_argument("--api-key", default=None, help="API key for --url, if the server wants one")
+    parser.add_argument("--concurrency", type=int, default=4, help="requests in flight with --url (default 4)")
+    parser.add_argument("--prompt", choices=("default", "plain"), default="default",
+                        help="in-process only: 'plain' drops the few-shot examples and uses the one-line "
+                             "system prompt (the baseline in QUALITY.md)")
+    parser.add_argument("--worst", type=int, default=10, help="how many worst sentences to list (default 10)")
+    parser.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-': stdout)")
+    parser.add_argument("--markdown", dest="markdown_path", default=None,
+                        help="write the Markdown report here ('-': stdout)")
+    parser.add_argument("--min-bleu", type=float, default=None, help="exit 1 if BLEU is below this")
+    parser.add_argument("--min-chrf", type=float, default=None, help="exit 1 if chrF is below this")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    add_setting_flags(parser, service_fields)
+    parser.set_defaults(func=cmd_eval)
+    return parser
+
+
+def _settings_from(args: argparse.Namespace) -> Settings:
+    given = {name: value for name, value in vars(args).items()
+             if name in Settings.model_fields and value is not None}
+    return Settings(**given)
+
+
+def _progress(quiet: bool):
+    if quiet:
+        return None
+
+    def report(done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            print(f"\reval: {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from mtserve.engines.factory import EngineConfigError
+    from mtserve.eval.datasets import DatasetError, load_builtin, load_file, parse_levels, sample
+    from mtserve.eval.runner import evaluate
+    from mtserve.eval.targets import HttpTarget, InProcessTarget, TargetError
+    from mtserve.models.store import ModelStoreError
+    from mtserve.service.translator import UnsupportedLanguage
+
+    try:
+        if args.file:
+            if args.levels:
+                raise DatasetError("--levels applies to the built-in hsk set, not to a file")
+            evalset = load_file(args.file, args.source, args.target, args.split or "all")
+        else:
+            evalset = load_builtin(args.dataset, args.source, args.target, args.split or "dev",
+                                   parse_levels(args.levels))
+        if args.limit is not None:
+            evalset.pairs = sample(evalset.pairs, args.limit, args.seed)
+            evalset.notes.append(f"sample of {len(evalset.pairs)} (seed {args.seed})")
+        if not evalset.pairs:
+            raise DatasetError(f"the selection is empty ({evalset.name}, split {evalset.split})")
+        if args.url:
+            target = HttpTarget(args.url, args.api_key, args.concurrency)
+        else:
+            if args.request_timeout_s is None:  # a busy machine must not fail a long run
+                args.request_timeout_s = EVAL_REQUEST_TIMEOUT_S
+            if getattr(args, "engine_hang_s", None) is None and "engine_hang_s" in Settings.model_fields:
+                args.engine_hang_s = EVAL_REQUEST_TIMEOUT_S * 2  # nor the watchdog restart a slow engine
+            target = InProcessTarget(_settings_from(args), prompt=args.prompt)
+        report = asyncio.run(evaluate(evalset, target, args.worst, _progress(args.quiet)))
+    except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
+        print(f"mtserve eval: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    if args.json_path:
+        _write(args.json_path, report.to_json())
+    if args.markdown_path:
+        _write(args.markdown_path, report.to_markdown())
+    print(report.summary(), file=sys.stderr if "-" in (args.json_path, args.markdown_path) else sys.stdout)
+    below = [f"{name} {value:.1f} < {floor}" for name, value, floor in
+             (("BLEU", report.bleu, args.min_bleu), ("chrF", report.chrf, args.min_chrf))
+             if floor is not None and value < floor]
+    if below:
+        print("mtserve eval: below the floor: " + "; ".join(below), file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,112 @@
+"""``mtserve translate-file IN --target en [--source auto] [-o OUT]``: a document, with a progress bar.
+
+The model runs in this process, as for ``mtserve translate``; the document goes
+through the same reader, runner and renderer as ``POST /translate_file``.
+Server limits (size, segments, formats) do not apply to local files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+from mtserve.settings import Settings
+
+
+def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, Iterable[str]], None],
+               service_fields: tuple[str, ...]) -> None:
+    from mtserve.documents.registry import FORMATS  # light: format libraries load on use
+
+    extensions = ", ".join(f.extensions[0] for f in FORMATS)
+    parser = commands.add_parser(
+        "translate-file", help=f"translate a document ({extensions}), keeping its structure",
+        description="Translate a document and write the same kind of file (a PDF may become a DOCX "
+                    "when no installed font covers the translation).")
+    parser.add_argument("input", type=Path, help="the document to translate")
+    parser.add_argument("--target", "-t", required=True, help="target language code")
+    parser.add_argument("--source", "-s", default="auto", help="source language code or auto")
+    parser.add_argument("--output", "-o", type=Path, default=None,
+                        help="where to write the translation (default: IN.TARGET.EXT next to IN)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and notes")
+    add_setting_flags(parser, service_fields + ("files_chunk",))
+    parser.set_defaults(func=cmd_translate_file)
+
+
+def default_output(path: Path, target: str, extension: str) -> Path:
+    return path.with_name(f"{path.stem}.{target}.{extension}")
+
+
+async def translate_file(settings: Settings, path: Path, source: str, target: str, output: Path | None,
+                         *, engine=None, progress: bool = True, err=sys.stderr) -> Path:
+    """Translate ``path`` into ``output`` (or the default name next to it); returns where it went."""
+    from mtserve.documents.registry import read_document
+    from mtserve.documents.runner import translate_document
+    from mtserve.service.runtime import Runtime
+
+    data = await asyncio.to_thread(path.read_bytes)
+    document = await asyncio.to_thread(read_document, path.name, data)
+    runtime = Runtime(settings, engine)
+    await runtime.start()
+    bar = None
+    try:
+        await runtime.wait_ready()
+        if runtime.service is None:
+            raise RuntimeError(runtime.load_error or "the engine did not start")
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(document.segments), unit="seg", desc=path.name, file=err, leave=True)
+
+        def on_progress(done: int, total: int) -> None:
+            if bar is not None:
+                bar.update(done - bar.n)
+                section = document.section_at(min(done, total - 1)) if total else None
+                if section:
+                    bar.set_postfix_str(section, refresh=False)
+
+        result = await translate_document(runtime.service, document, source, target,
+                                          chunk_size=settings.files_chunk, on_progress=on_progress)
+    finally:
+        if bar is not None:
+            bar.close()
+        await runtime.stop()
+    destination = output or default_output(path, target, result.output.extension)
+    if destination.resolve() == path.resolve():
+        raise ValueError(f"the output {destination} is the input file; choose another with -o")
+    await asyncio.to_thread(destination.write_bytes, result.output.data)
+    if progress:
+        if result.detected is not None:
+            print(f"source language: {result.source} (detected, {result.detected.confidence:.0f}%)", file=err)
+        for note in result.notes:
+            print(f"note: {note}", file=err)
+        if output is not None and output.suffix.lstrip(".") != result.output.extension:
+            print(f"note: the result is a .{result.output.extension} file", file=err)
+    return destination
+
+
+def cmd_translate_file(args: argparse.Namespace) -> int:
+    from mtserve.cli import settings_from
+    from mtserve.documents.base import DocumentError
+    from mtserve.engines.factory import EngineConfigError
+    from mtserve.models.store import ModelStoreError
+    from mtserve.service.scheduler import DeadlineExceeded
+    from mtserve.service.translator import UnsupportedLanguage
+
+    settings = settings_from(args)
+    if not args.input.is_file():
+        print(f"mtserve: {args.input}: no such file", file=sys.stderr)
+        return 2
+    try:
+        written = asyncio.run(translate_file(settings, args.input, args.source, args.target, args.output,
+                                             progress=not args.quiet))
+    except (DocumentError, ModelStoreError, EngineConfigError, UnsupportedLanguage, DeadlineExceeded,
+            ValueError, OSError) as exc:
+        print(f"mtserve: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    print(written)
+    return 0

@@ -1,0 +1,487 @@
+"""``mtserve convert``: a Hugging Face seq2seq directory to ONNX or CTranslate2, FP32 or INT8.
+
+The output directory is complete on its own: the model files, the tokenizer,
+and ``mtserve.json`` (format, family, languages, special ids, how it was
+quantized), so ``mtserve serve --engine onnx|ctranslate2 --model OUT`` needs
+nothing else. Everything is written to a temporary directory beside OUT and
+moved into place at the end, so a failed conversion leaves no half model.
+
+ONNX: optimum's exporter writes an encoder, a first-step decoder and a decoder
+with past key/values. INT8 is either dynamic (weights quantized ahead,
+activations at run time) or static (activations too, with ranges calibrated
+by running the FP32 model over sentences from ``--calibration``), in QDQ or
+QOperator format. CTranslate2: its own converter, with int8 weights or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from mtserve import __version__
+from mtserve.engines.seq2seq import (
+    MANIFEST,
+    ONNX_FILES,
+    TOKENIZER_DIR,
+    ModelDirError,
+    ModelSpec,
+    inspect_model_dir,
+    spec_from_hf_dir,
+)
+
+log = logging.getLogger(__name__)
+
+TARGETS = ("onnx", "ctranslate2")
+QUANTIZATIONS = ("int8",)
+QUANT_FORMATS = ("qdq", "qoperator")
+CALIBRATION_MAX_SENTENCES = 200  # MinMax ranges settle long before this
+CALIBRATION_MAX_TOKENS = 32  # decoder steps recorded per calibration sentence
+CALIBRATION_RANGE_EVERY = 32  # feeds between incremental min/max updates (bounds memory)
+EXTERNAL_DATA_BYTES = 1_800_000_000  # protobuf's 2 GB limit, with room to spare
+
+
+class ConversionError(ValueError):
+    """A conversion cannot go ahead; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """How to quantize to INT8; ``None`` in place of this means FP32."""
+
+    static: bool = False
+    calibration: Path | None = None
+    quant_format: str = "qdq"  # static only: "qdq" | "qoperator"
+    per_channel: bool = False
+    reduce_range: bool = False  # 7-bit weights: safer on CPUs without VNNI
+
+    def describe(self) -> dict[str, Any]:
+        if not self.static:
+            return {"method": "dynamic", "per_channel": self.per_channel, "reduce_range": self.reduce_range}
+        return {
+            "method": "static",
+            "format": self.quant_format,
+            "per_channel": self.per_channel,
+            "reduce_range": self.reduce_range,
+            "calibration": str(self.calibration),
+        }
+
+
+@dataclass
+class ConversionReport:
+    out: Path
+    target: str
+    spec: ModelSpec
+    quantization: dict[str, Any] | None
+    seconds: float
+    files: dict[str, int] = field(default_factory=dict)  # name -> bytes
+
+
+def convert(
+    model_dir: Path,
+    target: str,
+    out: Path,
+    *,
+    quantize: str | None = None,
+    quantization: Quantization | None = None,
+    calibration_pair: tuple[str, str] | None = None,
+    force: bool = False,
+    threads: int = 1,
+) -> ConversionReport:
+    """Convert ``model_dir`` (a Hugging Face seq2seq directory) for the ``target`` engine."""
+    model_dir, out = Path(model_dir).expanduser(), Path(out).expanduser()
+    if target not in TARGETS:
+        raise ConversionError(f"--to must be one of {', '.join(TARGETS)}, got {target!r}")
+    if quantize not in (None, *QUANTIZATIONS):
+        raise ConversionError(f"--quantize must be one of {', '.join(QUANTIZATIONS)}, got {quantize!r}")
+    quantization = quantization or Quantization()
+    if quantize is None and (quantization.static or quantization.calibration):
+        raise ConversionError("--static and --calibration only apply with --quantize int8")
+    if quantization.static and target != "onnx":
+        raise ConversionError("static quantization is for ONNX; CTranslate2 quantizes weights only")
+    if quantization.static and quantization.calibration is None:
+        raise ConversionError(
+            "static INT8 needs calibration sentences: add --calibration FILE "
+            "(source-language text, one sentence per line; a few hundred is plenty)"
+        )
+    if quantization.calibration is not None and not quantization.static:
+        raise ConversionError("--calibration is used by static quantization; add --static")
+    if quantization.quant_format not in QUANT_FORMATS:
+        raise ConversionError(f"--quant-format must be one of {', '.join(QUANT_FORMATS)}")
+    try:
+        kind = inspect_model_dir(model_dir)
+    except ModelDirError as exc:
+        raise ConversionError(str(exc)) from None
+    if kind.format != "huggingface":
+        raise ConversionError(
+            f"{model_dir} is {_describe_kind(kind.format)}; convert takes a Hugging Face model "
+            "directory (config.json plus *.safetensors or pytorch_model.bin)"
+        )
+    overrides = _read_json(model_dir / MANIFEST)
+    try:
+        spec = spec_from_hf_dir(model_dir, overrides)
+    except ModelDirError as exc:
+        raise ConversionError(str(exc)) from None
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ConversionError(f"{out} exists and is not empty; pick another --out or add --force")
+
+    started = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        described = None
+        if target == "onnx":
+            described = _to_onnx(model_dir, staging, spec, quantize, quantization, calibration_pair, threads)
+        else:
+            described = _to_ctranslate2(model_dir, staging, quantize)
+        manifest = {
+            "format": target,
+            "family": spec.family,
+            "spec": spec.to_json(),
+            "quantization": described,
+            "source_model": str(model_dir.resolve()),
+            "created_by": f"mtserve {__version__}",
+        }
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    files = {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
+    return ConversionReport(out, target, spec, described, time.perf_counter() - started, files)
+
+
+def _describe_kind(fmt: str) -> str:
+    return {
+        "onnx": "already an ONNX export (serve it with --engine onnx)",
+        "ctranslate2": "already a CTranslate2 model (serve it with --engine ctranslate2)",
+        "gguf": "a GGUF file (serve it with --engine llamacpp)",
+    }.get(fmt, "not a model directory mtserve recognizes")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+# --- ONNX ---------------------------------------------------------------------------------------
+def export_onnx(model_dir: Path, out: Path) -> None:
+    """Encoder, decoder and decoder-with-past graphs, plus config and tokenizer, into ``out``."""
+    from optimum.exporters.onnx import main_export
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    # The tracer's notes on Python control flow in the model are not for users.
+    with warnings.catch_warnings(), contextlib.ExitStack() as restore:
+        restore.callback(hf_logging.set_verbosity, verbosity)
+        warnings.simplefilter("ignore")
+        main_export(
+            str(model_dir),
+            output=str(out),
+            task="text2text-generation-with-past",
+            device="cpu",
+            local_files_only=True,
+            do_validation=False,
+            no_post_process=True,  # keep the separate decoders; the merged one adds an If node per step
+        )
+    missing = [name for name in ONNX_FILES if not (out / name).is_file()]
+    if missing:
+        raise ConversionError(f"the ONNX export produced no {', '.join(missing)}")
+
+
+def _to_onnx(
+    model_dir: Path,
+    staging: Path,
+    spec: ModelSpec,
+    quantize: str | None,
+    quantization: Quantization,
+    calibration_pair: tuple[str, str] | None,
+    threads: int,
+) -> dict[str, Any] | None:
+    if quantize is None:
+        export_onnx(model_dir, staging)
+        return None
+    with tempfile.TemporaryDirectory(prefix="mtserve-onnx-fp32-", dir=staging.parent) as tmp:
+        fp32 = Path(tmp)
+        export_onnx(model_dir, fp32)
+        (fp32 / MANIFEST).write_text(json.dumps({"format": "onnx", "spec": spec.to_json()}))
+        for path in fp32.iterdir():  # tokenizer and configs travel as they are
+            if path.is_file() and path.suffix != ".onnx" and not path.name.endswith(".onnx_data"):
+                shutil.copy2(path, staging / path.name)
+        if quantization.static:
+            assert quantization.calibration is not None
+            sentences = read_calibration(quantization.calibration)
+            pair = calibration_pair or default_pair(spec)
+            for name in ONNX_FILES:
+                quantize_static_file(fp32, name, staging / name, quantization, sentences, pair, threads)
+        else:
+            for name in ONNX_FILES:
+                quantize_dynamic_file(fp32 / name, staging / name, quantization)
+    return quantization.describe()
+
+
+def quantize_dynamic_file(src: Path, dst: Path, quantization: Quantization) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    prepared = prepare_for_quantization(src)
+    quantize_dynamic(
+        str(prepared),
+        str(dst),
+        weight_type=QuantType.QInt8,
+        per_channel=quantization.per_channel,
+        reduce_range=quantization.reduce_range,
+        use_external_data_format=_is_large(src),
+    )
+    if prepared != src:
+        prepared.unlink(missing_ok=True)
+
+
+def prepare_for_quantization(src: Path) -> Path:
+    """Shape inference first, as ORT recommends before quantizing; the graph itself is unchanged.
+
+    The exported graph still quantizes when a model defeats symbolic shape inference.
+    """
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    prepared = src.with_name(f"{src.stem}.prepared.onnx")
+    try:
+        quant_pre_process(
+            str(src), str(prepared), skip_optimization=True, save_as_external_data=_is_large(src)
+        )
+    except Exception as exc:  # noqa: BLE001 - an optional preparation step
+        log.warning(
+            "shape inference before quantization failed; quantizing the graph as exported",
+            extra={"event": "quant_pre_process_failed", "graph": src.name, "error": repr(exc)},
+        )
+        return src
+    return prepared
+
+
+def _is_large(model: Path) -> bool:
+    data = model.with_name(model.name + "_data")
+    return model.stat().st_size + (data.stat().st_size if data.exists() else 0) > EXTERNAL_DATA_BYTES
+
+
+def read_calibration(path: Path) -> list[str]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConversionError(f"cannot read the calibration file {path}: {exc}") from None
+    sentences = [line.strip() for line in lines if line.strip()][:CALIBRATION_MAX_SENTENCES]
+    if not sentences:
+        raise ConversionError(f"the calibration file {path} holds no sentences")
+    return sentences
+
+
+def default_pair(spec: ModelSpec) -> tuple[str, str]:
+    """The calibration pair when none is given: zh->en if the model has it, else its first pair."""
+    source = "zh" if "zh" in spec.sources else spec.sources[0]
+    targets = [t for t in spec.targets if t != source]
+    target = "en" if "en" in targets else (targets or list(spec.targets))[0]
+    return source, target
+
+
+class _RecordingSession:
+    """Wraps an InferenceSession and keeps copies of the inputs it is run with."""
+
+    def __init__(self, session: Any):
+        self._session = session
+        self.feeds: list[dict[str, Any]] = []
+
+    def run(self, names: Any, feed: dict[str, Any]) -> Any:
+        import numpy as np
+
+        self.feeds.append({k: np.array(v, copy=True) for k, v in feed.items()})
+        return self._session.run(names, feed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+def calibration_feeds(
+    fp32_dir: Path, graph: str, sentences: list[str], pair: tuple[str, str], threads: int
+) -> Iterator[dict[str, Any]]:
+    """Real inputs of one graph, recorded while the FP32 model translates the sentences.
+
+    Sentence by sentence, so memory holds one sentence's caches, not the whole set's.
+    """
+    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.onnx import OnnxEngine
+
+    engine = OnnxEngine(fp32_dir, threads=threads)
+    engine.load()
+    attribute = {
+        "encoder_model.onnx": "_encoder",
+        "decoder_model.onnx": "_decoder",
+        "decoder_with_past_model.onnx": "_decoder_past",
+    }[graph]
+    recorder = _RecordingSession(getattr(engine, attribute))
+    setattr(engine, attribute, recorder)
+    try:
+        for sentence in sentences:
+            engine.translate_batch(
+                [TranslationRequest(sentence, pair[0], pair[1], max_tokens=CALIBRATION_MAX_TOKENS)]
+            )
+            yield from recorder.feeds
+            recorder.feeds.clear()
+    finally:
+        engine.close()
+
+
+def quantize_static_file(
+    fp32_dir: Path,
+    graph: str,
+    dst: Path,
+    quantization: Quantization,
+    sentences: list[str],
+    pair: tuple[str, str],
+    threads: int,
+) -> None:
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self._feeds = calibration_feeds(fp32_dir, graph, sentences, pair, threads)
+
+        def get_next(self) -> dict[str, Any] | None:
+            return next(self._feeds, None)
+
+    src = fp32_dir / graph
+    large = _is_large(src)
+    prepared = prepare_for_quantization(src)
+    quantize_static(
+        str(prepared),
+        str(dst),
+        Reader(),
+        quant_format=QuantFormat.QDQ if quantization.quant_format == "qdq" else QuantFormat.QOperator,
+        op_types_to_quantize=["MatMul", "Gemm"],
+        per_channel=quantization.per_channel,
+        reduce_range=quantization.reduce_range,
+        activation_type=QuantType.QUInt8,  # ORT's advice for x86 CPUs
+        weight_type=QuantType.QInt8,
+        use_external_data_format=large,
+        extra_options={
+            "MatMulConstBOnly": True,  # weights only: attention score matmuls stay FP32
+            "CalibMaxIntermediateOutputs": CALIBRATION_RANGE_EVERY,
+        },
+    )
+    if prepared != src:
+        prepared.unlink(missing_ok=True)
+
+
+# --- CTranslate2 ---------------------------------------------------------------------------------
+def _to_ctranslate2(model_dir: Path, staging: Path, quantize: str | None) -> dict[str, Any] | None:
+    import ctranslate2
+    from transformers import AutoTokenizer
+
+    converter = ctranslate2.converters.TransformersConverter(str(model_dir))
+    converter.convert(str(staging), quantization=quantize, force=True)
+    # CTranslate2 writes its own config.json, so the tokenizer goes in a folder of its own.
+    AutoTokenizer.from_pretrained(str(model_dir)).save_pretrained(str(staging / TOKENIZER_DIR))
+    return {"method": "weights", "type": quantize} if quantize else None
+
+
+# --- the command ---------------------------------------------------------------------------------
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "convert",
+        help="convert a Hugging Face seq2seq model directory to ONNX or CTranslate2",
+        description="Convert a Marian/opus-mt, NLLB or M2M100 directory for --engine onnx or "
+        "--engine ctranslate2, in FP32 or INT8. The output directory is all the "
+        "engine needs: serve it with `mtserve serve --engine ENGINE --model OUT`.",
+    )
+    parser.add_argument("model_dir", type=Path, help="Hugging Face model directory (config.json + weights)")
+    parser.add_argument("--to", required=True, choices=TARGETS, help="the engine to convert for")
+    parser.add_argument("--out", required=True, type=Path, help="output directory (created)")
+    parser.add_argument(
+        "--quantize",
+        choices=QUANTIZATIONS,
+        default=None,
+        help="INT8 weights (ONNX: dynamic unless --static; CTranslate2: int8)",
+    )
+    parser.add_argument(
+        "--static", action="store_true", help="ONNX static INT8: activations too, calibrated on --calibration"
+    )
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        default=None,
+        help="static INT8: source-language sentences, one per line "
+        f"(the first {CALIBRATION_MAX_SENTENCES} are used)",
+    )
+    parser.add_argument(
+        "--quant-format",
+        choices=QUANT_FORMATS,
+        default="qdq",
+        help="static INT8 graph format (default qdq, the one ORT's CPU kernels prefer)",
+    )
+    parser.add_argument("--per-channel", action="store_true", help="INT8: one scale per output channel")
+    parser.add_argument(
+        "--reduce-range",
+        action="store_true",
+        help="INT8: 7-bit weights, against overflow on CPUs without VNNI",
+    )
+    parser.add_argument("--source", default=None, help="calibration source language (default: the model's)")
+    parser.add_argument("--target", default=None, help="calibration target language (default: the model's)")
+    parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for calibration")
+    parser.set_defaults(func=cmd_convert)
+    return parser
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
+    from mtserve.logs import configure_logging
+
+    configure_logging("warning")
+    quantization = Quantization(
+        static=args.static,
+        calibration=args.calibration,
+        quant_format=args.quant_format,
+        per_channel=args.per_channel,
+        reduce_range=args.reduce_range,
+    )
+    pair = None
+    if args.source or args.target:
+        if not (args.source and args.target):
+            print("mtserve: give both --source and --target for calibration", file=sys.stderr)
+            return 2
+        pair = (args.source, args.target)
+    try:
+        report = convert(
+            args.model_dir,
+            args.to,
+            args.out,
+            quantize=args.quantize,
+            quantization=quantization,
+            calibration_pair=pair,
+            force=args.force,
+            threads=args.threads or os.cpu_count() or 1,
+        )
+    except ConversionError as exc:
+        print(f"mtserve: {exc}", file=sys.stderr)
+        return 2
+    size = sum(report.files.values())
+    kind = "FP32" if report.quantization is None else f"INT8 ({report.quantization['method']})"
+    print(
+        f"{report.spec.model_name} ({report.spec.family}, {'/'.join(report.spec.sources)} -> "
+        f"{'/'.join(report.spec.targets)}): {report.target} {kind}, {size / 1e6:,.1f} MB "
+        f"in {report.seconds:.1f} s -> {report.out}"
+    )
+    print(f"serve it: mtserve serve --engine {report.target} --model {report.out}")
+    return 0

@@ -1,0 +1,196 @@
+"""What every document format implements: segments out, translations in, a file back.
+
+A format module reads a file into a ``Document``: the text to translate as an
+ordered list of segments (paragraphs, cues, table cells, strings), and a way
+to render the same file with each segment replaced by its translation. The
+format knows its structure and nothing of engines; the runner
+(``mtserve.documents.runner``) knows the service and nothing of formats.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+
+
+class DocumentError(ValueError):
+    """The file cannot be translated as given; the message says why and what to do (a 4xx)."""
+
+
+class UnsupportedFormat(DocumentError):
+    pass
+
+
+class LimitExceeded(DocumentError):
+    """Over a configured limit (size, segments): the API answers 413."""
+
+
+class TooManyDocuments(RuntimeError):
+    """Every place in the document queue is taken: the API answers 503 with Retry-After."""
+
+
+@dataclass
+class Output:
+    """A rendered, translated file."""
+
+    data: bytes
+    extension: str  # without the dot; a PDF may come back as "docx"
+    media_type: str
+
+
+@dataclass
+class Document:
+    """A parsed file: its segments in reading order, and how to put translations back."""
+
+    format: str  # the family, e.g. "docx", "markdown"
+    segments: list[str]
+    # What this format keeps and what it loses, for the job status and the CLI.
+    notes: list[str] = field(default_factory=list)
+    # Spans that must come back unchanged in every segment (placeholders in i18n files).
+    placeholders: re.Pattern[str] | None = None
+    # (label, index of the first segment after it): chapters, slides, pages.
+    sections: list[tuple[str, int]] = field(default_factory=list)
+
+    def render(self, translations: list[str], target: str) -> Output:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def check(self, translations: list[str]) -> None:
+        if len(translations) != len(self.segments):
+            raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
+
+    def section_at(self, index: int) -> str | None:
+        """The label of the section that holds segment ``index``."""
+        label = None
+        for name, end in self.sections:
+            label = name
+            if index < end:
+                break
+        return label
+
+    def sample(self, limit: int = 2000) -> str:
+        """Text from the start of the document, for language detection."""
+        picked: list[str] = []
+        size = 0
+        for segment in self.segments:
+            if size >= limit:
+                break
+            picked.append(segment)
+            size += len(segment)
+        return "\n".join(picked)[:limit]
+
+
+# --- text files ------------------------------------------------------------------
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    encoding: str  # what to encode the output with: the input's own encoding, BOM included
+    newline: str  # "\r\n" if the file used it, else "\n"; text always holds "\n"
+
+    def encode(self, text: str) -> bytes:
+        if self.newline != "\n":
+            text = text.replace("\n", self.newline)
+        return text.encode(self.encoding)
+
+
+def decode_text(data: bytes, kind: str, fallbacks: tuple[str, ...] = ()) -> Decoded:
+    """Decode a text file: a BOM decides, else UTF-8, else the given fallbacks."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise DocumentError(f"could not read the {kind} file: {exc}") from None
+            return _normalise(text, encoding)  # both encodings write their BOM again
+    for encoding in ("utf-8", *fallbacks):
+        try:
+            return _normalise(data.decode(encoding), encoding)
+        except UnicodeDecodeError:
+            continue
+    raise DocumentError(
+        f"could not read the {kind} file: it is not UTF-8 text; save it as UTF-8 and upload it again"
+    )
+
+
+def _normalise(text: str, encoding: str) -> Decoded:
+    if "\x00" in text:
+        raise DocumentError("the file holds binary data, not text; check its format")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return Decoded(text.replace("\r\n", "\n"), encoding, newline)
+
+
+# --- text with spans the engine must not see -----------------------------------------
+@dataclass
+class Piece:
+    text: str
+    translate: bool
+
+
+def protected_split(text: str, pattern: re.Pattern[str]) -> list[Piece]:
+    """Cut ``text`` into translatable stretches and the spans ``pattern`` protects."""
+    pieces: list[Piece] = []
+    position = 0
+    for match in pattern.finditer(text):
+        if match.start() > position:
+            pieces.append(Piece(text[position:match.start()], True))
+        if match.end() > match.start():
+            pieces.append(Piece(match.group(), False))
+        position = match.end()
+    if position < len(text):
+        pieces.append(Piece(text[position:], True))
+    return pieces
+
+
+class PieceText:
+    """A text made of pieces, some translated: the translatable ones with words are segments."""
+
+    def __init__(self, pieces: list[Piece]):
+        self.pieces = pieces
+        self.indexes = [i for i, p in enumerate(pieces) if p.translate and p.text.strip()]
+
+    @property
+    def segments(self) -> list[str]:
+        return [self.pieces[i].text.strip() for i in self.indexes]
+
+    def render(self, translations: list[str], escape=None) -> str:
+        out = [p.text for p in self.pieces]
+        for i, translation in zip(self.indexes, translations):
+            out[i] = _keep_edges(self.pieces[i].text, escape(translation) if escape else translation)
+        return "".join(out)
+
+
+def _keep_edges(source: str, translation: str) -> str:
+    """The source's leading and trailing whitespace around the translation."""
+    core = translation.strip()
+    if not core:
+        return source
+    lead = source[: len(source) - len(source.lstrip())]
+    trail = source[len(source.rstrip()):]
+    return lead + core + trail
+
+
+def keep_edges(source: str, translation: str) -> str:
+    return _keep_edges(source, translation)
+
+
+class Segments:
+    """Collects segments while a format walks its file, handing out their indexes."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.sections: list[tuple[str, int]] = []
+
+    def add(self, text: str) -> int:
+        self.items.append(text)
+        return len(self.items) - 1
+
+    def extend(self, texts: list[str]) -> range:
+        start = len(self.items)
+        self.items.extend(texts)
+        return range(start, len(self.items))
+
+    def end_section(self, label: str) -> None:
+        self.sections.append((label, len(self.items)))

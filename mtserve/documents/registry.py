@@ -1,0 +1,81 @@
+"""File formats by extension: which reader parses a file, and what each format keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Callable
+
+from mtserve.documents.base import Document, DocumentError, UnsupportedFormat
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str  # the setting's spelling: MTSERVE_FILES_FORMATS lists these
+    extensions: tuple[str, ...]  # the first is the canonical one
+    read: Callable[[bytes], Document]
+    keeps: str  # one line for the docs and the API
+
+
+def _lazy(module: str, function: str) -> Callable[[bytes], Document]:
+    """Import a format's libraries only when a file of that format arrives."""
+
+    def read(data: bytes) -> Document:
+        import importlib
+
+        return getattr(importlib.import_module(f"mtserve.documents.{module}"), function)(data)
+
+    return read
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("txt", ("txt",), _lazy("plain", "read_text"), "every line and blank line"),
+    Format("md", ("md", "markdown"), _lazy("markdown", "read_markdown"),
+           "Markdown syntax; code, link targets and HTML untouched"),
+    Format("html", ("html", "htm", "xhtml"), _lazy("plain", "read_html"),
+           "all markup; text nodes translated"),
+    Format("srt", ("srt",), _lazy("subtitles", "read_srt"), "numbering and timings exactly"),
+    Format("vtt", ("vtt",), _lazy("subtitles", "read_vtt"), "timings, cue settings and notes exactly"),
+    Format("docx", ("docx",), _lazy("office", "read_docx"), "styles, tables, images, headers and footers"),
+    Format("pptx", ("pptx",), _lazy("office", "read_pptx"), "slides, shapes, layouts and notes"),
+    Format("odt", ("odt",), _lazy("office", "read_odt"), "styles, tables, images, headers and footers"),
+    Format("epub", ("epub",), _lazy("epub", "read_epub"),
+           "chapters, markup, styles and the table of contents"),
+    Format("pdf", ("pdf",), _lazy("pdf", "read_pdf"),
+           "page size, images and drawings; text set back in place in a new font"),
+    Format("po", ("po", "pot"), _lazy("i18n", "read_po"), "msgids, contexts, comments and placeholders"),
+    Format("json", ("json",), _lazy("i18n", "read_json"), "keys, nesting and placeholders"),
+)
+BY_EXTENSION = {ext: f for f in FORMATS for ext in f.extensions}
+ALL_NAMES = tuple(f.name for f in FORMATS)
+
+
+def enabled_formats(setting: str) -> tuple[Format, ...]:
+    """The formats a comma-separated setting allows ("*" or "all": every one)."""
+    wanted = {part.strip().lower().lstrip(".") for part in setting.split(",") if part.strip()}
+    if wanted & {"*", "all"}:
+        return FORMATS
+    return tuple(f for f in FORMATS if wanted & set(f.extensions))
+
+
+def extensions_of(formats: tuple[Format, ...]) -> list[str]:
+    return [f".{ext}" for f in formats for ext in f.extensions]
+
+
+def format_for(filename: str, formats: tuple[Format, ...] = FORMATS) -> Format:
+    """The format of ``filename`` by its extension, or UnsupportedFormat naming the allowed ones."""
+    suffix = PurePath(filename or "").suffix.lower().lstrip(".")
+    found = BY_EXTENSION.get(suffix)
+    allowed = ", ".join(extensions_of(formats)) or "none (file translation is turned off)"
+    if found is None or found not in formats:
+        what = f"'.{suffix}'" if suffix else "a file without an extension"
+        raise UnsupportedFormat(f"unsupported file format {what}; allowed formats: {allowed}")
+    return found
+
+
+def read_document(filename: str, data: bytes, formats: tuple[Format, ...] = FORMATS) -> Document:
+    """Parse a file by its extension. Raises DocumentError (unknown format, broken file) with the reason."""
+    fmt = format_for(filename, formats)
+    if not data:
+        raise DocumentError(f"the file {PurePath(filename).name!r} is empty; there is nothing to translate")
+    return fmt.read(data)

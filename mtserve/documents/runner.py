@@ -1,0 +1,134 @@
+"""Translate a parsed document through the shared translation service.
+
+Segments go to ``TranslationService.translate`` in document order, one chunk
+at a time, at BACKGROUND priority: the scheduler runs them only when no
+interactive request waits, so a long document never holds up the API or the
+WebUI. Every segment goes through the same cache as API requests (a segment
+repeated inside a chunk is sent once; one repeated later is a cache hit) and
+the same glossary (the server's, plus the document's own). Chunks make
+progress reportable and cancellation prompt: cancelling the task closes the
+chunk's scheduler ticket, which stops its engine work. Within a chunk every
+segment is submitted at once, so all engine slots stay busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mtserve.documents.base import Document, Output, keep_edges, protected_split
+from mtserve.service.scheduler import DeadlineExceeded, Priority, QueueFull
+from mtserve.service.translator import TranslationService
+from mtserve.text.detect import Detection
+from mtserve.text.punctuation import has_words
+
+log = logging.getLogger(__name__)
+
+DEADLINE_RETRIES = 3  # a background chunk may wait out busy spells; after this many misses the job fails
+QUEUE_FULL_WAIT_MAX_S = 5.0
+ProgressCallback = Callable[[int, int], None]
+
+@dataclass
+class DocumentResult:
+    output: Output
+    source: str
+    detected: Detection | None
+    notes: list[str] = field(default_factory=list)
+
+
+async def translate_document(
+    service: TranslationService,
+    document: Document,
+    source: str,
+    target: str,
+    *,
+    chunk_size: int = 8,
+    glossary: dict[str, str] | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> DocumentResult:
+    """Translate every segment and render the file. Cancel the task to stop it."""
+    source, detected = service.resolve_source(document.sample(), source, target)
+    service.check_pair(source, target)
+    notes = list(document.notes)
+    segments = document.segments
+    total = len(segments)
+    size = max(1, chunk_size)
+    chunks = [segments[i:i + size] for i in range(0, total, size)]
+    translations: list[str] = []
+    done = 0
+    if on_progress is not None:
+        on_progress(0, total)
+    for chunk in chunks:
+        translations += await _chunk(service, chunk, source, target, glossary, document.placeholders)
+        done += len(chunk)
+        if on_progress is not None:
+            on_progress(done, total)
+    output = await asyncio.to_thread(document.render, translations, target)
+    return DocumentResult(output, source, detected, notes + [n for n in document.notes if n not in notes])
+
+
+async def _chunk(service: TranslationService, texts: list[str], source: str, target: str,
+                 glossary: dict[str, str] | None, placeholders: re.Pattern[str] | None) -> list[str]:
+    unique = list(dict.fromkeys(texts))  # a repeated segment is translated once
+    outputs = await _translate(service, unique, source, target, glossary)
+    if placeholders is not None:
+        outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, placeholders)
+    translated = dict(zip(unique, outputs))
+    return [translated[text] for text in texts]
+
+
+async def _translate(service: TranslationService, texts: list[str], source: str, target: str,
+                     glossary: dict[str, str] | None) -> list[str]:
+    if not texts:
+        return []
+    timeout_s = service.settings.request_timeout_s * 4
+    misses = 0
+    while True:
+        try:
+            results = await service.translate(texts, source, target, "text", timeout_s=timeout_s,
+                                              priority=Priority.BACKGROUND, glossary=glossary)
+            return [r.text for r in results]
+        except QueueFull as exc:  # the API is busy: wait for room rather than fail the document
+            await asyncio.sleep(min(float(exc.retry_after_s), QUEUE_FULL_WAIT_MAX_S))
+        except DeadlineExceeded:
+            misses += 1
+            if misses >= DEADLINE_RETRIES:
+                raise
+            log.info("document chunk missed its deadline; retrying", extra={"event": "document_retry"})
+
+
+def placeholder_counts(pattern: re.Pattern[str], text: str) -> Counter[str]:
+    return Counter(m.group() for m in pattern.finditer(text))
+
+
+async def _keep_placeholders(service: TranslationService, texts: list[str], outputs: list[str], source: str,
+                             target: str, glossary: dict[str, str] | None,
+                             pattern: re.Pattern[str]) -> list[str]:
+    """Re-translate, between its placeholders, every string whose translation broke one."""
+    broken = [i for i, (text, out) in enumerate(zip(texts, outputs))
+              if placeholder_counts(pattern, text) != placeholder_counts(pattern, out)]
+    if not broken:
+        return outputs
+    plans = []
+    fragments: list[str] = []
+    for i in broken:
+        pieces = protected_split(texts[i], pattern)
+        slots = [k for k, p in enumerate(pieces) if p.translate and has_words(p.text)]
+        plans.append((i, pieces, slots))
+        fragments += [pieces[k].text.strip() for k in slots]
+    translated = iter(await _translate(service, fragments, source, target, glossary))
+    fixed = list(outputs)
+    for i, pieces, slots in plans:
+        parts = [p.text for p in pieces]
+        for k in slots:
+            parts[k] = keep_edges(pieces[k].text, next(translated))
+        candidate = "".join(parts)
+        if placeholder_counts(pattern, candidate) == placeholder_counts(pattern, texts[i]):
+            fixed[i] = candidate
+        else:
+            fixed[i] = texts[i]  # still broken: the source string is safer than a broken one
+    return fixed

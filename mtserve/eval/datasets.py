@@ -1,0 +1,226 @@
+"""Evaluation data: source/reference pairs, the built-in sets, and a fixed dev/test split.
+
+A pair's split is a pure function of its id (a salted SHA-256), so it never
+changes between runs, machines or releases, and adding sentences to a set does
+not move the old ones across. Tune on ``dev``; report on ``test``.
+
+Built-in sets:
+
+- ``hsk``: the 4,354 graded sentences of the ``hsk-sentences-audio`` package
+  (HSK 3.0 levels 1-6, Simplified and Traditional Chinese with English
+  translations; data CC-BY-SA-4.0, https://github.com/no7z/hsk-sentences-audio).
+  It serves zh->en, zt->en, en->zh and en->zt. Its unusable references are
+  dropped: 65 are the literal word "placeholder" and a few still hold Chinese.
+- ``everyday``: 60 short everyday English sentences with Japanese and German
+  translations, written for mtserve (see ``data/everyday.tsv``), for ja->en,
+  de->en, en->ja and en->de. It is small and only reported, never tuned on.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+SPLITS = ("dev", "test", "all")
+SPLIT_SALT = "mtserve-eval-split-v1"
+DEV_PERCENT = 50
+DATA_DIR = Path(__file__).with_name("data")
+
+HSK_ATTRIBUTION = (
+    "HSK sentences from the hsk-sentences-audio package "
+    "(https://github.com/no7z/hsk-sentences-audio), CC-BY-SA-4.0."
+)
+EVERYDAY_ATTRIBUTION = "The mtserve everyday set: sentences and translations written for mtserve."
+
+
+class DatasetError(ValueError):
+    """The data cannot be read or does not fit the request; the message says why."""
+
+
+@dataclass(frozen=True)
+class EvalPair:
+    id: str
+    source: str
+    reference: str
+    group: str = ""  # reported separately, e.g. "hsk4"
+
+
+@dataclass
+class EvalSet:
+    name: str
+    source_lang: str
+    target_lang: str
+    pairs: list[EvalPair]
+    split: str = "all"
+    attribution: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name, "source": self.source_lang, "target": self.target_lang,
+            "split": self.split, "size": len(self.pairs), "attribution": self.attribution,
+            "notes": self.notes,
+        }
+
+
+# --- the split ---------------------------------------------------------------------
+def split_of(pair_id: str) -> str:
+    """'dev' or 'test', fixed forever by the id."""
+    digest = hashlib.sha256(f"{SPLIT_SALT}:{pair_id}".encode()).hexdigest()
+    return "dev" if int(digest[:8], 16) % 100 < DEV_PERCENT else "test"
+
+
+def select(pairs: Iterable[EvalPair], split: str) -> list[EvalPair]:
+    if split not in SPLITS:
+        raise DatasetError(f"unknown split {split!r}; use one of: {', '.join(SPLITS)}")
+    return [p for p in pairs if split == "all" or split_of(p.id) == split]
+
+
+def sample(pairs: list[EvalPair], limit: int | None, seed: int = 0) -> list[EvalPair]:
+    """``limit`` pairs drawn with ``random.Random(seed)``, kept in the set's order."""
+    if limit is None or limit >= len(pairs):
+        return list(pairs)
+    chosen = set(random.Random(seed).sample(range(len(pairs)), limit))
+    return [p for i, p in enumerate(pairs) if i in chosen]
+
+
+def parse_levels(spec: str | None) -> set[int] | None:
+    """'4-6' -> {4, 5, 6}; '1,3' -> {1, 3}; None or '' -> every level."""
+    if not spec:
+        return None
+    levels: set[int] = set()
+    for part in spec.split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            levels.update(range(int(lo), int(hi) + 1) if sep else {int(part)})
+        except ValueError:
+            raise DatasetError(f"levels must look like '4-6' or '1,3', got {spec!r}") from None
+    return levels
+
+
+# --- the HSK set ---------------------------------------------------------------------
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+HSK_DIRECTIONS = {("zh", "en"), ("zt", "en"), ("en", "zh"), ("en", "zt")}
+
+
+def hsk_usable(record: dict) -> bool:
+    english = record["translation"]["en"].strip()
+    return bool(english) and not english.lower().startswith("placeholder") and not _CJK.search(english)
+
+
+def load_hsk(source: str = "zh", target: str = "en", split: str = "all",
+             levels: set[int] | None = None) -> EvalSet:
+    if (source, target) not in HSK_DIRECTIONS:
+        pairs = ", ".join(f"{s}->{t}" for s, t in sorted(HSK_DIRECTIONS))
+        raise DatasetError(f"the hsk set has no {source}->{target} direction; it has {pairs}")
+    try:
+        from hsk_sentences_audio import load_sentences
+    except ImportError:
+        raise DatasetError("the hsk set needs the hsk-sentences-audio package: pip install hsk-sentences-audio") from None
+    records = load_sentences()
+    usable = [r for r in records if hsk_usable(r)]
+    chinese_field = "traditional" if "zt" in (source, target) else "chinese"
+    pairs = []
+    for r in usable:
+        if levels is not None and r["hsk_level"] not in levels:
+            continue
+        chinese, english = r[chinese_field].strip(), r["translation"]["en"].strip()
+        src, ref = (chinese, english) if target == "en" else (english, chinese)
+        pairs.append(EvalPair(id=r["id"], source=src, reference=ref, group=f"hsk{r['hsk_level']}"))
+    notes = [f"{len(records) - len(usable)} of {len(records)} records dropped: placeholder or non-English reference"]
+    if levels is not None:
+        notes.append("levels " + ",".join(str(v) for v in sorted(levels)))
+    return EvalSet("hsk", source, target, select(pairs, split), split, HSK_ATTRIBUTION, notes)
+
+
+# --- the everyday set ----------------------------------------------------------------
+EVERYDAY_LANGS = ("en", "ja", "de")
+
+
+def load_everyday(source: str, target: str, split: str = "all") -> EvalSet:
+    if source == target or {source, target} - set(EVERYDAY_LANGS) or "en" not in (source, target):
+        raise DatasetError(f"the everyday set pairs English with ja or de; {source}->{target} is not one of them")
+    rows = _read_tsv_rows(DATA_DIR / "everyday.tsv", comments=True)
+    header, body = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    pairs = [EvalPair(id=row[col["id"]], source=row[col[source]], reference=row[col[target]],
+                      group=row[col["group"]]) for row in body]
+    return EvalSet("everyday", source, target, select(pairs, split), split, EVERYDAY_ATTRIBUTION)
+
+
+BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)", "everyday": "everyday sentences (ja, de <-> en)"}
+
+
+def load_builtin(name: str, source: str, target: str, split: str = "all",
+                 levels: set[int] | None = None) -> EvalSet:
+    if name == "hsk":
+        return load_hsk(source, target, split, levels)
+    if name == "everyday":
+        if levels:
+            raise DatasetError("--levels applies to the hsk set only")
+        return load_everyday(source, target, split)
+    raise DatasetError(f"unknown dataset {name!r}; built in: {', '.join(BUILTIN)}, or give a TSV/JSONL file")
+
+
+# --- files ---------------------------------------------------------------------------------
+def _read_tsv_rows(path: Path, comments: bool = False) -> list[list[str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        lines = (line for line in handle if not (comments and line.startswith("#")))
+        return [row for row in csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if row and any(row)]
+
+
+def read_pairs(path: str | Path) -> list[EvalPair]:
+    """Pairs from a TSV or JSONL file.
+
+    TSV: ``source<TAB>reference[<TAB>group]`` per line; a first line
+    ``source<TAB>reference...`` is taken as a header. JSONL: one object per line
+    with ``source`` and ``reference`` (aliases ``src``/``ref``), and optional
+    ``id`` and ``group``. Lines without an id get their line number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    pairs: list[EvalPair] = []
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path}:{number}: not a JSON object ({exc.msg})") from None
+            source = obj.get("source", obj.get("src")) if isinstance(obj, dict) else None
+            reference = obj.get("reference", obj.get("ref")) if isinstance(obj, dict) else None
+            if not isinstance(source, str) or not isinstance(reference, str):
+                raise DatasetError(f"{path}:{number}: needs string fields 'source' and 'reference'")
+            pairs.append(EvalPair(str(obj.get("id", number)), source.strip(), reference.strip(),
+                                  str(obj.get("group", ""))))
+    else:
+        rows = _read_tsv_rows(path)
+        if rows and [c.strip().lower() for c in rows[0][:2]] in (["source", "reference"], ["src", "ref"]):
+            rows = rows[1:]
+        for number, row in enumerate(rows, 1):
+            if len(row) < 2:
+                raise DatasetError(f"{path}: row {number} has {len(row)} column(s); "
+                                   "each row needs source<TAB>reference")
+            pairs.append(EvalPair(str(number), row[0].strip(), row[1].strip(),
+                                  row[2].strip() if len(row) > 2 else ""))
+    if not pairs:
+        raise DatasetError(f"{path} holds no pairs")
+    return pairs
+
+
+def load_file(path: str | Path, source: str, target: str, split: str = "all") -> EvalSet:
+    pairs = read_pairs(path)
+    return EvalSet(Path(path).name, source, target, select(pairs, split), split)

@@ -1,0 +1,105 @@
+"""Run an evaluation: translate every pair through a target, score, and build the report."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timezone
+from typing import Callable
+
+from mtserve import __version__
+from mtserve.eval.datasets import EvalSet
+from mtserve.eval.report import EvalReport, GroupScore, SentenceResult
+from mtserve.eval.scoring import Scorer
+from mtserve.eval.targets import EvalTarget
+
+Progress = Callable[[int, int], None]
+RETRY_WAIT_S = 5.0
+
+
+class EvalFailed(RuntimeError):
+    """Too many sentences failed to translate for the scores to mean anything."""
+
+
+async def translate_all(evalset: EvalSet, target: EvalTarget, progress: Progress | None = None) -> list[str]:
+    """Outputs in the set's order, ``target.concurrency`` sentences in flight."""
+    gate = asyncio.Semaphore(target.concurrency)
+    done = 0
+
+    failures: list[str] = []
+
+    async def one(text: str) -> str:
+        nonlocal done
+        async with gate:
+            try:
+                output = await target.translate(text, evalset.source_lang, evalset.target_lang)
+            except Exception as first:  # a busy machine, a restart: one more try, then count it
+                await asyncio.sleep(RETRY_WAIT_S)
+                try:
+                    output = await target.translate(text, evalset.source_lang, evalset.target_lang)
+                except Exception as exc:
+                    failures.append(f"{type(exc).__name__}: {exc or first}")
+                    output = ""
+        done += 1
+        if progress is not None:
+            progress(done, len(evalset.pairs))
+        return output
+
+    outputs = list(await asyncio.gather(*(one(p.source) for p in evalset.pairs)))
+    if len(failures) > max(1, len(outputs) // 20):
+        raise EvalFailed(f"{len(failures)} of {len(outputs)} sentences failed; the first: {failures[0]}")
+    translate_all.failures = len(failures)  # type: ignore[attr-defined]
+    return outputs
+
+
+def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: float,
+          worst: int = 10, counters: dict[str, float] | None = None,
+          variants: list[dict[str, str]] | None = None, failures: int = 0) -> EvalReport:
+    scorer = Scorer(evalset.target_lang)
+    references = [p.reference for p in evalset.pairs]
+    overall = scorer.corpus(hypotheses, references)
+    sentences = [
+        SentenceResult(p.id, p.group, p.source, p.reference, h,
+                       scorer.sentence_chrf(h, p.reference), scorer.sentence_bleu(h, p.reference))
+        for p, h in zip(evalset.pairs, hypotheses)
+    ]
+    groups = []
+    for name in sorted({p.group for p in evalset.pairs if p.group}):
+        idx = [i for i, p in enumerate(evalset.pairs) if p.group == name]
+        g = scorer.corpus([hypotheses[i] for i in idx], [references[i] for i in idx])
+        groups.append(GroupScore(name, g.n, g.bleu, g.chrf))
+    steps = {}
+    if variants and all(v for v in variants):
+        # the same outputs without the guardrails' retry, and without any cleanup either
+        for name in ("unguarded", "raw"):
+            s = scorer.corpus([v[name] for v in variants], references)
+            steps[name] = {"bleu": s.bleu, "chrf": s.chrf}
+        steps["retried"] = sum(v["retried"] == "True" for v in variants)
+    signatures = scorer.signatures()
+    return EvalReport(
+        dataset=evalset.describe(), system=system, source=evalset.source_lang, target=evalset.target_lang,
+        n=overall.n, bleu=overall.bleu, chrf=overall.chrf, tokenizer=scorer.tokenizer,
+        signatures={"bleu": signatures.bleu, "chrf": signatures.chrf}, groups=groups,
+        worst=sorted(sentences, key=lambda s: (s.chrf, s.id))[:worst],
+        elapsed_s=round(elapsed_s, 2), sentences_per_s=round(len(hypotheses) / elapsed_s, 3) if elapsed_s else 0.0,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), mtserve_version=__version__,
+        counters=counters or {}, sentences=sentences, steps=steps, failures=failures,
+    )
+
+
+async def evaluate(evalset: EvalSet, target: EvalTarget, worst: int = 10,
+                   progress: Progress | None = None) -> EvalReport:
+    """Start the target, translate the set, stop the target, and score."""
+    if not evalset.pairs:
+        raise ValueError(f"the {evalset.name} {evalset.split} set is empty; nothing to evaluate")
+    await target.start()
+    try:
+        started = time.perf_counter()
+        hypotheses = await translate_all(evalset, target, progress)
+        elapsed = time.perf_counter() - started
+        system, counters = target.describe(), target.counters()
+        variants = [target.variants(p.source, evalset.source_lang, evalset.target_lang) for p in evalset.pairs]
+    finally:
+        await target.stop()
+    return score(evalset, hypotheses, system, elapsed, worst, counters, variants,
+                 getattr(translate_all, "failures", 0))

@@ -1,0 +1,166 @@
+"""What an evaluation translates with: the engine in this process, or a running server.
+
+Both take one sentence at a time, so the service's segmentation, cache,
+cleanup and guardrails are part of what is measured, exactly as a user gets
+them; the runner keeps ``concurrency`` sentences in flight.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from mtserve.settings import Settings
+
+
+class TargetError(RuntimeError):
+    """The system under evaluation failed; the message says how to fix it."""
+
+
+class EvalTarget(Protocol):
+    concurrency: int
+
+    async def start(self) -> None: ...
+
+    async def translate(self, text: str, source: str, target: str) -> str: ...
+
+    def describe(self) -> dict: ...
+
+    def counters(self) -> dict[str, float]:
+        """Service counters worth reporting (guardrail retries), where the target can tell."""
+
+    def variants(self, text: str, source: str, target: str) -> dict[str, str]:
+        """Other outputs for ``text`` worth scoring (the raw model output, the output before
+        the guardrails' retry), where the target can tell; {} otherwise."""
+
+    async def stop(self) -> None: ...
+
+
+class InProcessTarget:
+    """A Runtime (engine, scheduler, service) built from settings, as ``mtserve serve`` builds it."""
+
+    def __init__(self, settings: Settings, engine=None, prompt: str = "default"):
+        from mtserve.engines.prompts import plain
+        from mtserve.service.runtime import Runtime
+
+        self.settings = settings
+        self.runtime = Runtime(settings, engine)
+        self.prompt = prompt
+        if prompt == "plain" and hasattr(self.runtime.engine, "template"):
+            self.runtime.engine.template = plain(self.runtime.engine.template)
+        # one more than the slots, so a slot never waits for the next sentence to arrive
+        self.concurrency = self.runtime.engine.max_concurrency + 1
+        # What the engine returned per (engine text, strict): lets the report score each
+        # sentence as it was before cleanup and before the guardrails' retry.
+        self._raw: dict[tuple[str, bool], str] = {}
+        self._wrap_engine()
+
+    def _wrap_engine(self) -> None:
+        engine = self.runtime.engine
+        translate = engine.translate
+
+        def recording(request, cancel=None, on_delta=None):
+            result = translate(request, cancel, on_delta)
+            if request.temperature == 0:
+                self._raw.setdefault((request.text, request.strict), result.text)
+            return result
+
+        engine.translate = recording  # the scheduler takes engine.translate when the runtime loads
+
+    async def start(self) -> None:
+        await self.runtime.start()
+        await self.runtime.wait_ready()
+        if self.runtime.service is None:
+            raise TargetError(self.runtime.load_error or "the engine did not start")
+
+    async def translate(self, text: str, source: str, target: str) -> str:
+        assert self.runtime.service is not None
+        [result] = await self.runtime.service.translate([text], source, target)
+        return result.text
+
+    def variants(self, text: str, source: str, target: str) -> dict[str, str]:
+        from mtserve.text.cleanup import clean_translation, strip_special_tokens
+
+        service = self.runtime.service
+        if service is None:
+            return {}
+        request = service._engine_request(text.strip(), source, target, {})
+        raw = self._raw.get((request.text, False))
+        if raw is None:  # cut into several segments, or served from the cache
+            return {}
+        unguarded = service._to_target_script(clean_translation(raw, request.text), target, {})
+        return {"raw": service._to_target_script(strip_special_tokens(raw).strip(), target, {}),
+                "unguarded": unguarded, "retried": str((request.text, True) in self._raw)}
+
+    def describe(self) -> dict:
+        engine = self.runtime.engine
+        return {"kind": "in-process", "model": engine.model_name, "engine": engine.name,
+                "prompt": self.prompt, "guardrails": self.settings.guardrails,
+                "n_parallel": self.settings.n_parallel, "threads": self.settings.threads}
+
+    def counters(self) -> dict[str, float]:
+        return metric_totals(self.runtime.metrics.registry)
+
+    async def stop(self) -> None:
+        await self.runtime.stop()
+
+
+class HttpTarget:
+    """A running mtserve (or any LibreTranslate-compatible server) at ``url``."""
+
+    def __init__(self, url: str, api_key: str | None = None, concurrency: int = 4, timeout_s: float = 300.0):
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.concurrency = max(1, concurrency)
+        self.timeout_s = timeout_s
+        self._client = None
+        self._server: dict = {}
+
+    async def start(self) -> None:
+        import httpx
+
+        self._client = httpx.AsyncClient(base_url=self.url, timeout=self.timeout_s)
+        try:
+            health = await self._client.get("/health")
+        except httpx.TransportError as exc:
+            raise TargetError(f"cannot reach {self.url}: {exc}; is `mtserve serve` running there?") from None
+        if health.status_code != 200:
+            raise TargetError(f"{self.url}/health answered {health.status_code}: {health.text[:200]}")
+        self._server = health.json() if "json" in health.headers.get("content-type", "") else {}
+
+    async def translate(self, text: str, source: str, target: str) -> str:
+        assert self._client is not None
+        body: dict = {"q": text, "source": source, "target": target, "format": "text"}
+        if self.api_key:
+            body["api_key"] = self.api_key
+        response = await self._client.post("/translate", json=body)
+        if response.status_code != 200:
+            raise TargetError(f"{self.url}/translate answered {response.status_code}: {response.text[:300]}")
+        return response.json()["translatedText"]
+
+    def describe(self) -> dict:
+        return {"kind": "http", "url": self.url, "model": self._server.get("model"),
+                "engine": self._server.get("engine")}
+
+    def counters(self) -> dict[str, float]:
+        return {}
+
+    def variants(self, text: str, source: str, target: str) -> dict[str, str]:
+        return {}
+
+    async def stop(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
+def metric_totals(registry) -> dict[str, float]:
+    """Guardrail counters from a Prometheus registry, as {"name{label=value}": total}."""
+    totals: dict[str, float] = {}
+    for family in registry.collect():
+        if not family.name.startswith("mtserve_guardrail"):
+            continue
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            totals[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return totals

@@ -1,0 +1,198 @@
+"""Guardrails: catch a translation that is not one, and retry once, more strictly.
+
+Small chat models fail in a few recognisable ways. They leave text in the
+source script ("The团长 led the team"), hand the input back unchanged, loop
+("the the the ..."), or explain instead of translating ("This sentence
+means ..."). And they can ignore a glossary term. ``check`` names the first
+such problem in a cleaned output; ``retry_request`` builds the one retry: a
+stricter prompt, and for a missed term, the term already replaced in the
+source. ``choose`` keeps whichever answer is better. The service counts both
+events in ``mtserve_guardrail_retries`` and ``mtserve_guardrail_unresolved``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from mtserve.engines.base import TranslationRequest, _is_wide
+from mtserve.service.glossary import term_in_output
+from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
+
+# Worst first: a loop wastes the most and is the least usable.
+SEVERITY = {"runaway": 5, "repetition": 5, "untranslated": 4, "identical": 4, "explanation": 3, "glossary": 2}
+KINDS = tuple(SEVERITY)
+
+IDEOGRAPHIC = IDEOGRAPHIC_SCRIPTS  # one character is about one word
+SAME_LANGUAGE_PAIRS = ({"zh", "zt"},)
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # one of KINDS
+    detail: str
+
+    @property
+    def severity(self) -> int:
+        return SEVERITY[self.kind]
+
+
+def approx_tokens(text: str) -> float:
+    wide = sum(1 for ch in text if _is_wide(ch))
+    return wide + (len(text) - wide) / 3.5
+
+
+def _words(text: str) -> float:
+    """Words, counting an ideograph as half a word."""
+    counts = script_counts(text)
+    ideographs = sum(counts[s] for s in IDEOGRAPHIC)
+    spaced = len(re.findall(r"[^\W\d_]+", re.sub(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]", " ", text)))
+    return spaced + ideographs / 2
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def _without(text: str, terms: Mapping[str, str] | None) -> str:
+    """The output less the glossary's required translations, which may rightly be in any script."""
+    for translation in (terms or {}).values():
+        text = re.sub(re.escape(translation), " ", text, flags=re.IGNORECASE)
+    return text
+
+
+# --- the checks --------------------------------------------------------------------------
+def _identical(source: str, output: str, source_lang: str, target_lang: str,
+               glossary: Mapping[str, str] | None) -> Problem | None:
+    if _normal(source) != _normal(output) or not _normal(source):
+        return None
+    if glossary and _normal(source) in {_normal(t) for t in glossary.values()}:
+        return None
+    foreign = script_counts(source).keys() - scripts_of(target_lang)
+    src_scripts = scripts_of(source_lang)
+    if any(s in src_scripts for s in foreign) or _words(source) >= 3:
+        return Problem("identical", "the output is the input, unchanged")
+    return None  # a name, a brand or a one-word loan: the same in both languages
+
+
+def _untranslated(source: str, output: str, source_lang: str, target_lang: str,
+                  glossary: Mapping[str, str] | None) -> Problem | None:
+    leftover_scripts = scripts_of(source_lang) - scripts_of(target_lang)
+    if not leftover_scripts:
+        return None
+    counts = script_counts(_without(output, glossary))
+    total = sum(counts.values())
+    leftover = sum(counts[s] for s in leftover_scripts)
+    if not leftover:
+        return None
+    if leftover_scripts & IDEOGRAPHIC:
+        # Any ideograph left in, say, English output is an untranslated word.
+        return Problem("untranslated", f"{leftover} character(s) still in the source script")
+    target_letters = sum(counts[s] for s in scripts_of(target_lang))
+    if leftover >= 4 and leftover > 0.5 * total and target_letters * 2 < leftover:
+        return Problem("untranslated", "most of the output is still in the source script")
+    return None
+
+
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_LOOP = re.compile(r"(.{2,40}?)(?:[\s,，、;；]*\1){3,}", re.DOTALL | re.IGNORECASE)
+_SOURCE_REPEATS = re.compile(r"(.{1,40}?)(?:[\s,，、;；]*\1){2,}", re.DOTALL)
+
+
+def _repetition(source: str, output: str) -> Problem | None:
+    if _LOOP.search(output) and not _SOURCE_REPEATS.search(source):
+        return Problem("repetition", "a phrase repeats four or more times")
+    sentences = [s.strip().casefold() for s in _SENTENCE.findall(output) if len(s.strip()) >= 12]
+    src_sentences = [s.strip().casefold() for s in _SENTENCE.findall(source) if s.strip()]
+    if len(sentences) != len(set(sentences)) and len(src_sentences) == len(set(src_sentences)):
+        return Problem("repetition", "a sentence appears twice")
+    return None
+
+
+def _runaway(source: str, output: str, finish_reason: str) -> Problem | None:
+    if finish_reason == "length":
+        return Problem("runaway", "generation hit the token limit")
+    if approx_tokens(output) > 2.5 * approx_tokens(source) + 24:
+        return Problem("runaway", "the output is far longer than a translation of the input can be")
+    return None
+
+
+_EXPLAINING = re.compile(
+    r"\b(?:this|the)\s+(?:sentence|phrase|text|translation|word)\s+(?:means|is|translates|can)\b"
+    r"|\b(?:literally|translates?\s+(?:to|as)|translated\s+as|which\s+means|in\s+(?:english|chinese|japanese)\s*[:,]"
+    r"|pinyin|translation\s*[:：]|note\s*[:：])"
+    r"|(?:这句话|这个句子|意思是|直译|翻译为|译为|注[:：]|解释[:：]|拼音)",
+    re.IGNORECASE,
+)
+_SOURCE_TALKS_ABOUT_LANGUAGE = re.compile(
+    r"翻译|翻譯|译|譯|意思|含义|解释|拼音|英语|英文|中文|汉语|句子|注意|注"
+    r"|translat|mean|literal|pinyin|english|chinese|japanese|sentence|phrase|note",
+    re.IGNORECASE,
+)
+
+
+def _lines(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def _explanation(source: str, output: str) -> Problem | None:
+    if _lines(output) > _lines(source):
+        return Problem("explanation", f"{_lines(output)} lines for a {_lines(source)}-line input")
+    if _EXPLAINING.search(output) and not _SOURCE_TALKS_ABOUT_LANGUAGE.search(source):
+        return Problem("explanation", "the output talks about the translation")
+    return None
+
+
+def _missing_terms(output: str, glossary: Mapping[str, str] | None) -> Problem | None:
+    missing = [term for term, translation in (glossary or {}).items() if not term_in_output(translation, output)]
+    if missing:
+        return Problem("glossary", "glossary term(s) not honoured: " + ", ".join(missing[:5]))
+    return None
+
+
+def check(source: str, output: str, source_lang: str, target_lang: str, *,
+          glossary: Mapping[str, str] | None = None, finish_reason: str = "stop") -> Problem | None:
+    """The worst problem of a cleaned ``output`` for ``source``, or None if it looks like a translation.
+
+    ``glossary`` holds only the entries whose term occurs in ``source``.
+    """
+    if not output.strip():
+        return Problem("untranslated", "the output is empty") if source.strip() else None
+    if source_lang == target_lang or {source_lang, target_lang} in SAME_LANGUAGE_PAIRS:
+        return _runaway(source, output, finish_reason) or _repetition(source, output)
+    return (
+        _runaway(source, output, finish_reason)
+        or _repetition(source, output)
+        or _identical(source, output, source_lang, target_lang, glossary)
+        or _untranslated(source, output, source_lang, target_lang, glossary)
+        or _explanation(source, output)
+        or _missing_terms(output, glossary)
+    )
+
+
+# --- the retry ---------------------------------------------------------------------------------
+def substitute_terms(text: str, glossary: Mapping[str, str]) -> str:
+    """The source with each glossary term replaced by its required translation, longest first."""
+    from mtserve.service.glossary import _pattern
+
+    for term in sorted(glossary, key=len, reverse=True):
+        text = _pattern(term).sub(lambda _m, t=glossary[term]: t, text)
+    return text
+
+
+def retry_request(request: TranslationRequest, problem: Problem) -> TranslationRequest:
+    """The one retry: the stricter prompt, greedy; a missed term is put into the source itself."""
+    text = request.text
+    if problem.kind == "glossary" and request.glossary:
+        text = substitute_terms(text, dict(request.glossary))
+    return replace(request, text=text, strict=True, temperature=0.0, seed=None)
+
+
+def choose(first: str, first_problem: Problem, retry: str, retry_problem: Problem | None) -> tuple[str, bool]:
+    """(the output to keep, whether a problem remains)."""
+    if retry_problem is None:
+        return retry, False
+    if retry_problem.severity < first_problem.severity:
+        return retry, True
+    return first, True

@@ -1,0 +1,51 @@
+from mtserve.bench.load import Bounds
+from mtserve.bench.runner import Plan, Point, Workloads, execute
+
+from .conftest import FakeTarget, make_workload
+
+
+def _workloads():
+    return Workloads(main=make_workload(500), short=make_workload(500), long=make_workload(5, kind="long"))
+
+
+def test_compare_alternates_targets_a_b_a_b_every_point_and_round():
+    log: list[str] = []
+    a, b = FakeTarget("A", log=log), FakeTarget("B", log=log, tokens=10)
+    plan = Plan(points=[Point("closed", 1), Point("closed", 2)], bounds=Bounds(3, 60), rounds=2, warmup=0)
+    result = execute([a, b], plan, _workloads())
+    assert [entry.split()[1] for entry in result.order] == ["A", "B"] * 4
+    assert [entry.split()[0] for entry in result.order] == ["r1"] * 4 + ["r2"] * 4
+    runs = [log[i:i + 3] for i in range(0, len(log), 3)]
+    assert [r[0] for r in runs] == ["A", "B"] * 4 and all(len(set(r)) == 1 for r in runs)
+
+
+def test_pooled_points_and_ratios():
+    a, b = FakeTarget("A"), FakeTarget("B", tokens=10)
+    plan = Plan(points=[Point("closed", 1)], bounds=Bounds(4, 60), rounds=3, warmup=0)
+    result = execute([a, b], plan, _workloads())
+    pooled = {p.target: p for p in result.points}
+    assert pooled["A"].requests == 12 and pooled["A"].rounds == 3
+    assert len(result.per_round) == 6
+    [row] = result.ratios
+    assert row.a == "A" and row.b == "B" and len(row.per_round) == 3
+    assert all(r["rps"] is not None for r in row.per_round)
+
+
+def test_warm_up_calls_are_not_counted():
+    a = FakeTarget("A")
+    plan = Plan(points=[Point("closed", 1)], bounds=Bounds(2, 60), warmup=4)
+    result = execute([a], plan, _workloads())
+    assert len(a.calls) == 6 and result.points[0].requests == 2
+
+
+def test_scenarios_ttft_open_and_fairness_run_on_a_fake():
+    a = FakeTarget("A")
+    plan = Plan(points=[Point("ttft", 1), Point("open", 200), Point("fairness", 2)], bounds=Bounds(4, 5),
+                warmup=0)
+    progressed = []
+    result = execute([a], plan, _workloads(), progress=lambda d, n: progressed.append(n))
+    by = {p.scenario: p for p in result.points}
+    assert by["ttft"].ttft_p50_ms == 10.0
+    assert by["open"].requests == 4
+    assert by["fairness"].kind == "short" and by["fairness"].background["documents"] == 1
+    assert sum(progressed) == 3 * 4  # the bar always reaches its total

@@ -1,0 +1,109 @@
+"""Overload and shutdown with the real small model and a real server on loopback.
+
+Loops are bounded in count and time; traffic goes to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import statistics
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import free_port, server_log, start_server, wait_ready
+
+pytestmark = pytest.mark.model
+
+SENTENCES = ["我喜欢猫。", "今天很冷。", "他在看书。", "我们去吃饭吧。", "明天见。", "天气很好。"]
+
+
+@pytest.fixture
+def small_queue_server(model_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_server(port, {"MTSERVE_N_PARALLEL": "2", "MTSERVE_MAX_QUEUE": "4",
+                               "MTSERVE_REQUEST_TIMEOUT_S": "30", "MTSERVE_CACHE_SIZE": "0"})
+    try:
+        wait_ready(proc, url)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_four_times_capacity_ends_every_request_in_time(small_queue_server):
+    url, proc = small_queue_server
+
+    async def main():
+        async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=200)) as client:
+            # capacity: sequential requests, one at a time
+            t0 = time.monotonic()
+            for text in SENTENCES[:4]:
+                r = await client.post(f"{url}/translate", json={"q": text, "source": "zh", "target": "en"})
+                assert r.status_code == 200
+            capacity = 4 / (time.monotonic() - t0)
+            rate = 4 * capacity
+            count = min(60, max(12, int(rate * 6)))  # about six seconds of arrivals, bounded
+
+            async def one(i: int):
+                await asyncio.sleep(i / rate)
+                t = time.monotonic()
+                try:
+                    r = await client.post(f"{url}/translate", json={
+                        "q": f"{SENTENCES[i % len(SENTENCES)]}第{i}次。", "source": "zh", "target": "en"})
+                    return r.status_code, time.monotonic() - t, r.json()
+                except httpx.HTTPError as exc:  # a dropped connection fails the test below
+                    return type(exc).__name__, time.monotonic() - t, None
+
+            async def probe_health(stop: asyncio.Event):
+                latencies = []
+                while not stop.is_set():
+                    t = time.monotonic()
+                    r = await client.get(f"{url}/health/live")
+                    assert r.status_code == 200
+                    latencies.append(time.monotonic() - t)
+                    await asyncio.sleep(0.2)
+                return latencies
+
+            stop = asyncio.Event()
+            health = asyncio.create_task(probe_health(stop))
+            results = await asyncio.gather(*[one(i) for i in range(count)])
+            stop.set()
+            return capacity, results, await health
+
+    capacity, results, health = asyncio.run(main())
+    statuses = [status for status, _, _ in results]
+    assert set(statuses) <= {200, 429, 503}, (statuses, server_log(proc))
+    assert statuses.count(200) >= 4 and statuses.count(503) >= 1, statuses
+    for status, _, body in results:
+        assert isinstance(body, dict) and (status == 200) == ("translatedText" in body)
+        if status != 200:
+            assert body["error"]
+    admitted = sorted(latency for status, latency, _ in results if status == 200)
+    assert admitted[-1] < 30 + 2  # bounded by the deadline, never a hang
+    assert max(health) < 2.0 and statistics.median(health) < 0.5
+    assert capacity > 0
+
+
+def test_sigterm_drains_in_flight_work_then_exits_zero(small_queue_server):
+    url, proc = small_queue_server
+    text = "".join(SENTENCES[:4])  # four sentences: a second or more of work
+
+    async def main():
+        async with httpx.AsyncClient(timeout=60) as client:
+            request = asyncio.create_task(
+                client.post(f"{url}/translate", json={"q": text, "source": "zh", "target": "en"}))
+            await asyncio.sleep(0.5)
+            proc.send_signal(signal.SIGTERM)
+            return await request
+
+    r = asyncio.run(main())
+    assert r.status_code == 200, r.text
+    assert len(r.json()["translatedText"].split(". ")) >= 3  # the whole text, not a cut-off
+    assert proc.wait(timeout=30) == 0, server_log(proc)
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{url}/health", timeout=2)

@@ -1,0 +1,48 @@
+"""A scripted, prompt-driven test double and a service built around it."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import AsyncIterator, Callable
+
+from mtserve.engines.base import TranslationRequest
+from mtserve.service.runtime import Runtime
+from mtserve.service.translator import TranslationService
+from mtserve.settings import Settings
+from tests.fakes import FakeEngine
+
+
+class ScriptedEngine(FakeEngine):
+    """An LLM-like engine (``prompted``, so the guardrails apply) whose outputs a test writes.
+
+    ``script(request)`` returns the raw output, or None for the default: the
+    text tagged with the target, like FakeEngine.
+    """
+
+    prompted = True
+
+    def __init__(self, script: Callable[[TranslationRequest], str | None] | None = None, **kwargs):
+        kwargs.setdefault("languages", ("en", "zh", "zt", "ja", "de", "fr", "ko"))
+        super().__init__(**kwargs)
+        self.script = script or (lambda request: None)
+
+    def render(self, request: TranslationRequest) -> str:  # type: ignore[override]
+        scripted = self.script(request)
+        return scripted if scripted is not None else f"[{request.target}] {request.text}"
+
+
+@contextlib.asynccontextmanager
+async def service_for(engine, tmp_path, **settings) -> AsyncIterator[TranslationService]:
+    runtime = Runtime(Settings(home=tmp_path, **settings), engine)
+    await runtime.start()
+    await runtime.wait_ready()
+    assert runtime.service is not None, runtime.load_error
+    try:
+        yield runtime.service
+    finally:
+        await runtime.stop()
+
+
+def counter(service: TranslationService, name: str, **labels) -> float:
+    value = service.metrics.registry.get_sample_value(name, labels or None)
+    return value or 0.0

@@ -1,0 +1,192 @@
+"""Glossaries: parsing, the server-wide file, the named store, matching, and the path to the prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from mtserve.engines.base import TranslationRequest
+from mtserve.engines.prompts import template_for
+from mtserve.service.glossary import (
+    GlossaryError,
+    GlossaryFile,
+    GlossaryStore,
+    format_entries,
+    matching_entries,
+    parse_entries,
+    validate_entries,
+)
+from tests.api.test_api_behaviour import serve
+from tests.quality.helpers import ScriptedEngine, service_for
+
+
+# --- entries and matching -------------------------------------------------------------------
+def test_entries_parse_from_deepl_formats_and_round_trip():
+    tsv = "国际商业机器公司\tIBM\n# a comment\n\n苹果\tApple\n"
+    assert parse_entries(tsv, "tsv") == {"国际商业机器公司": "IBM", "苹果": "Apple"}
+    assert parse_entries('"a, b",c\nx,y\n', "csv") == {"a, b": "c", "x": "y"}
+    assert parse_entries('{"猫": "cat"}', "json") == {"猫": "cat"}
+    entries = {"国际商业机器公司": "IBM", "苹果": "Apple"}
+    assert parse_entries(format_entries(entries, "tsv"), "tsv") == entries
+
+
+@pytest.mark.parametrize("text, fmt, message", [
+    ("only-one-column\n", "tsv", "line 1"),
+    ("{not json", "json", "not valid JSON"),
+    ('["a"]', "json", "must be an object"),
+    ("a\t\n", "tsv", "empty term or translation"),
+    ("x", "xml", "unknown entries format"),
+])
+def test_bad_entries_say_what_to_fix(text, fmt, message):
+    with pytest.raises(GlossaryError, match=message):
+        parse_entries(text, fmt)
+
+
+def test_only_terms_in_the_text_match_and_the_longest_wins():
+    entries = {"机器": "machine", "国际商业机器公司": "IBM", "RAM": "内存", "Mac": "苹果电脑"}
+    assert matching_entries(entries, "国际商业机器公司发布了新产品。") == {"国际商业机器公司": "IBM"}
+    assert matching_entries(entries, "这台机器是国际商业机器公司的。") == {"国际商业机器公司": "IBM", "机器": "machine"}
+    assert matching_entries(entries, "This program uses a lot of memory.") == {}  # not "RAM" in "program"
+    assert matching_entries(entries, "我用Mac电脑，它有16GB ram。") == {"Mac": "苹果电脑", "RAM": "内存"}
+    assert matching_entries(entries, "Macintosh") == {}
+
+
+def test_validation_rejects_non_strings_and_overlong_terms():
+    with pytest.raises(GlossaryError, match="string"):
+        validate_entries({"a": 1})
+    with pytest.raises(GlossaryError, match="longer than"):
+        validate_entries({"a" * 300: "b"})
+
+
+# --- the server-wide file ------------------------------------------------------------------
+def test_glossary_file_tsv_with_language_pairs(tmp_path):
+    path = tmp_path / "terms.tsv"
+    path.write_text("# term\ttranslation\tsource\ttarget\n"
+                    "国际商业机器公司\tIBM\n"
+                    "苹果\tApple\tzh\ten\n"
+                    "苹果\tpomme\tzh\tfr\n", encoding="utf-8")
+    glossary = GlossaryFile.load(path)
+    assert len(glossary) == 3
+    assert glossary.entries_for("zh", "en") == {"国际商业机器公司": "IBM", "苹果": "Apple"}
+    assert glossary.entries_for("zh", "fr") == {"国际商业机器公司": "IBM", "苹果": "pomme"}
+
+
+def test_glossary_file_json_forms(tmp_path):
+    flat = tmp_path / "flat.json"
+    flat.write_text('{"国际商业机器公司": "IBM"}', encoding="utf-8")
+    assert GlossaryFile.load(flat).entries_for("zh", "en") == {"国际商业机器公司": "IBM"}
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps([{"source": "苹果", "target": "Apple", "source_lang": "zh", "target_lang": "en"}]),
+                      encoding="utf-8")
+    assert GlossaryFile.load(listed).entries_for("zh", "en") == {"苹果": "Apple"}
+    assert GlossaryFile.load(listed).entries_for("zh", "de") == {}
+
+
+def test_a_bad_glossary_file_is_a_clear_error(tmp_path):
+    with pytest.raises(GlossaryError, match="does not exist"):
+        GlossaryFile.load(tmp_path / "missing.tsv")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a\tb\tc\n", encoding="utf-8")
+    with pytest.raises(GlossaryError, match="bad.tsv:1"):
+        GlossaryFile.load(bad)
+
+
+# --- the named store -------------------------------------------------------------------------
+def test_store_create_get_list_entries_delete_and_persist(tmp_path):
+    store = GlossaryStore(tmp_path / "g.sqlite3")
+    made = store.create("tech", "zh", "en", {"国际商业机器公司": "IBM", "苹果": "Apple"})
+    assert made.id and made.name == "tech" and made.source_lang == "zh" and made.entry_count == 2
+    assert made.created.endswith("+00:00")
+    again = GlossaryStore(tmp_path / "g.sqlite3")  # a new process sees it
+    assert again.get(made.id) == made
+    assert list(again.entries(made.id)) == ["国际商业机器公司", "苹果"]  # order kept
+    assert [g.id for g in again.list()] == [made.id]
+    assert made.describe()["entry_count"] == 2 and "entries" not in made.describe()
+    assert again.delete(made.id) is True and again.delete(made.id) is False
+    with pytest.raises(GlossaryError, match="no glossary"):
+        again.get(made.id)
+
+
+@pytest.mark.parametrize("name, source, target, entries, message", [
+    ("", "zh", "en", {"a": "b"}, "name"),
+    ("x", "chinese", "en", {"a": "b"}, "language code"),
+    ("x", "zh", "en", {}, "at least one entry"),
+])
+def test_store_rejects_bad_glossaries(tmp_path, name, source, target, entries, message):
+    with pytest.raises(GlossaryError, match=message):
+        GlossaryStore(tmp_path / "g.sqlite3").create(name, source, target, entries)
+
+
+# --- prompts ---------------------------------------------------------------------------------
+def test_hy_mt_uses_its_model_card_terminology_template():
+    messages = template_for("hy-mt1.5").messages("国际商业机器公司发布了新产品。", "zh", "en",
+                                                 glossary=(("国际商业机器公司", "IBM"),))
+    assert messages == [{"role": "user", "content": (
+        "参考下面的翻译：\n国际商业机器公司 翻译成 IBM\n\n"
+        "将以下文本翻译为英语，注意只需要输出翻译后的结果，不要额外解释：\n国际商业机器公司发布了新产品。")}]
+
+
+def test_qwen_gets_the_terms_in_its_system_prompt_and_keeps_its_examples():
+    messages = template_for("qwen").messages("国际商业机器公司发布了新产品。", "zh", "en",
+                                             glossary=(("国际商业机器公司", "IBM"),))
+    assert "国际商业机器公司 → IBM" in messages[0]["content"] and messages[0]["role"] == "system"
+    assert messages[-1] == {"role": "user", "content": "国际商业机器公司发布了新产品。"}
+    plain = template_for("qwen").messages("你好", "zh", "en")
+    assert "→" not in plain[0]["content"]
+
+
+def test_hunyuan_mt_has_no_system_turn_so_terms_go_before_the_text():
+    [message] = template_for("hunyuan-mt").messages("苹果很好吃。", "zh", "en", glossary=(("苹果", "apple"),))
+    assert message["content"].startswith("Translate these terms exactly as given:\n苹果 → apple\n\n")
+    assert message["content"].endswith("苹果很好吃。")
+
+
+# --- the service ------------------------------------------------------------------------------
+def test_only_matching_terms_reach_the_engine_and_the_cache_tells_glossaries_apart(tmp_path):
+    def script(request):
+        if "苹果" in request.text:
+            return "I bought an Apple."
+        return "IBM released a new product." if request.glossary else "IBM-less output."
+
+    engine = ScriptedEngine(script)
+    server_file = tmp_path / "server.tsv"
+    server_file.write_text("苹果\tApple\n", encoding="utf-8")
+
+    async def main():
+        async with service_for(engine, tmp_path, glossary_file=server_file) as service:
+            with_terms = await service.translate(["国际商业机器公司发布了新产品。"], "zh", "en",
+                                                 glossary={"国际商业机器公司": "IBM", "微软": "Microsoft"})
+            without = await service.translate(["国际商业机器公司发布了新产品。"], "zh", "en")
+            server_wide = await service.translate(["我买了苹果。"], "zh", "en")
+            return with_terms, without, server_wide
+
+    with_terms, without, server_wide = asyncio.run(main())
+    assert with_terms[0].text == "IBM released a new product."
+    assert without[0].text == "IBM-less output."  # not served from the glossary request's cache entry
+    first, second, third = engine.calls
+    assert first.glossary == (("国际商业机器公司", "IBM"),)  # 微软 is not in the text
+    assert second.glossary == ()
+    assert third.glossary == (("苹果", "Apple"),)
+
+
+def test_the_api_takes_a_glossary_as_json_or_as_a_form_string_and_400s_a_bad_one():
+    engine = ScriptedEngine()
+    with serve(engine) as url:
+        ok = httpx.post(f"{url}/translate", json={"q": "猫。", "source": "zh", "target": "en",
+                                                   "glossary": {"猫": "cat"}}, timeout=30)
+        form = httpx.post(f"{url}/translate", data={"q": "猫。", "source": "zh", "target": "en",
+                                                     "glossary": '{"猫": "cat"}'}, timeout=30)
+        bad = httpx.post(f"{url}/translate", json={"q": "猫。", "source": "zh", "target": "en",
+                                                    "glossary": ["猫", "cat"]}, timeout=30)
+        bad_form = httpx.post(f"{url}/translate", data={"q": "猫。", "source": "zh", "target": "en",
+                                                         "glossary": "猫=cat"}, timeout=30)
+        stream = httpx.post(f"{url}/translate/stream", json={"q": "猫。", "source": "zh", "target": "en",
+                                                              "glossary": {"猫": "cat"}}, timeout=30)
+    assert ok.status_code == 200 and form.status_code == 200, (ok.text, form.text)
+    assert bad.status_code == 400 and "glossary" in bad.json()["error"]
+    assert bad_form.status_code == 400 and "JSON object" in bad_form.json()["error"]
+    assert stream.status_code == 200 and "event: done" in stream.text
+    assert engine.calls and all(c.glossary == (("猫", "cat"),) for c in engine.calls)

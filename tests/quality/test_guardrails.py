@@ -1,0 +1,125 @@
+"""Guardrails: each check on crafted outputs, and the one strict retry through the real service."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mtserve.engines.base import TranslationRequest
+from mtserve.service.guardrails import Problem, check, choose, retry_request, substitute_terms
+from tests.quality.helpers import ScriptedEngine, counter, service_for
+
+
+@pytest.mark.parametrize("source, output, src, tgt, kind", [
+    ("团长率领队员们进入了会场。", "The团长 led his team into the venue.", "zh", "en", "untranslated"),
+    ("这是一本书。", "这是一本书。", "zh", "en", "identical"),
+    ("Good morning, how are you today?", "Good morning, how are you today?", "en", "de", "identical"),
+    ("I like cats.", "I like cats.", "en", "zh", "identical"),
+    ("The weather is nice today.", "The weather is nice today, and we go out.", "en", "zh", "untranslated"),
+    ("他很高兴。", "He is happy. He is happy. He is happy. He is happy. He is happy.", "zh", "en", "repetition"),
+    ("他很高兴。", "He is very happy today. He is very happy today.", "zh", "en", "repetition"),
+    ("好。", "OK " * 60, "zh", "en", "runaway"),
+    ("今天下雨了，我们不去公园了。", "It is raining, raining, raining, raining today.", "zh", "en", "repetition"),
+    ("他很高兴。", "He is happy.\nPinyin: tā hěn gāoxìng", "zh", "en", "explanation"),
+    ("他很高兴。", "He is happy (this sentence means he feels good).", "zh", "en", "explanation"),
+    ("我喝茶。", "I drink tea.", "zh", "en", None),
+    ("iPhone", "iPhone", "en", "de", None),  # a name is the same in both languages
+    ("Berlin ist schön.", "Berlin is beautiful.", "de", "en", None),
+    ("请翻译这句话。", "Please translate this sentence.", "zh", "en", None),  # the source talks about it
+    ("哈哈哈哈哈哈", "Hahaha hahaha hahaha hahaha", "zh", "en", None),  # the source repeats too
+    ("我們去台北。", "我们去台北。", "zt", "zh", None),  # zt -> zh shares the script
+])
+def test_each_check_on_crafted_outputs(source, output, src, tgt, kind):
+    problem = check(source, output, src, tgt)
+    assert (problem.kind if problem else None) == kind, problem
+
+
+def test_runaway_is_the_token_limit_or_an_absurd_length():
+    assert check("你好。", "Hello.", "zh", "en", finish_reason="length").kind == "runaway"
+    long = " ".join(f"word{i}" for i in range(200))
+    assert check("你好。", long, "zh", "en").kind == "runaway"
+
+
+def test_glossary_terms_must_appear_and_may_be_in_any_script():
+    glossary = {"国际商业机器公司": "IBM"}
+    assert check("国际商业机器公司发布了新产品。", "International Business Machines released a product.",
+                 "zh", "en", glossary=glossary).kind == "glossary"
+    assert check("国际商业机器公司发布了新产品。", "IBM released a new product.", "zh", "en", glossary=glossary) is None
+    # a Latin term inside Chinese output is not "untranslated"
+    assert check("IBM released a new product.", "IBM发布了新产品。", "en", "zh", glossary={"IBM": "IBM"}) is None
+
+
+def test_the_retry_is_strict_greedy_and_puts_missed_terms_into_the_source():
+    request = TranslationRequest("国际商业机器公司很大。", "zh", "en", temperature=0.7, seed=3,
+                                 glossary=(("国际商业机器公司", "IBM"),))
+    retry = retry_request(request, Problem("glossary", ""))
+    assert retry.strict and retry.temperature == 0 and retry.seed is None
+    assert retry.text == "IBM很大。"
+    assert retry_request(request, Problem("untranslated", "")).text == request.text
+    assert substitute_terms("I use a Mac and a mac.", {"Mac": "苹果电脑"}) == "I use a 苹果电脑 and a 苹果电脑."
+
+
+def test_choose_keeps_the_better_answer():
+    bad = Problem("untranslated", "")
+    assert choose("first", bad, "second", None) == ("second", False)
+    assert choose("first", bad, "second", Problem("glossary", "")) == ("second", True)
+    assert choose("first", bad, "second", Problem("repetition", "")) == ("first", True)
+
+
+def test_the_service_retries_once_with_the_strict_prompt_and_counts_it(tmp_path):
+    def script(request):
+        if "团长" in request.text:
+            return "The team leader led the members in." if request.strict else "The团长 led the members in."
+        return None
+
+    engine = ScriptedEngine(script)
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            [result] = await service.translate(["团长率领队员们进入了会场。"], "zh", "en")
+            again = await service.translate(["团长率领队员们进入了会场。"], "zh", "en")  # cached: no retry
+            return service, result, again
+
+    service, result, again = asyncio.run(main())
+    assert result.text == "The team leader led the members in."
+    assert again[0].text == result.text
+    assert [c.strict for c in engine.calls] == [False, True]
+    assert counter(service, "mtserve_guardrail_retries_total", reason="untranslated") == 1
+    assert counter(service, "mtserve_guardrail_unresolved_total", reason="untranslated") == 0
+
+
+def test_an_unfixable_output_is_kept_and_reported_unresolved(tmp_path):
+    engine = ScriptedEngine(lambda request: "这是一本书。")  # always hands the input back
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            [result] = await service.translate(["这是一本书。"], "zh", "en")
+            return service, result
+
+    service, result = asyncio.run(main())
+    assert result.text == "这是一本书。"
+    assert len(engine.calls) == 2  # once, and one retry: never a loop
+    assert counter(service, "mtserve_guardrail_unresolved_total", reason="identical") == 1
+
+
+def test_guardrails_can_be_turned_off(tmp_path):
+    engine = ScriptedEngine(lambda request: "这是一本书。")
+
+    async def main():
+        async with service_for(engine, tmp_path, guardrails=False) as service:
+            return await service.translate(["这是一本书。"], "zh", "en")
+
+    asyncio.run(main())
+    assert len(engine.calls) == 1
+
+
+def test_streaming_applies_the_retry_to_the_final_text(tmp_path):
+    engine = ScriptedEngine(lambda r: "Fixed." if r.strict else "Half 翻译.")
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            return [e async for e in service.stream("你好世界。", "zh", "en")]
+
+    events = asyncio.run(main())
+    assert events[-1].kind == "done" and events[-1].data["translatedText"] == "Fixed."
