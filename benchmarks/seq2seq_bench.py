@@ -272,9 +272,11 @@ def main() -> int:
         for key, command in plan:
             for variant in order:
                 result = ask(variant, {**command, "offset": round_index})
+                result["load1"] = os.getloadavg()[0]
                 samples[variant].setdefault(key, []).append(result)
                 shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()}
-                shown.pop("latencies_s", None)
+                if "latencies_s" in shown:
+                    shown["median_ms"] = round(1000 * statistics.median(shown.pop("latencies_s")), 1)
                 print(f"round {round_index + 1} {key:<18} {variant:<18} {json.dumps(shown)}", file=sys.stderr)
     peaks = {variant: ask(variant, {"op": "stop"})["peak_rss_mb"] for variant in variants}
     for proc, _ in workers.values():
@@ -323,6 +325,10 @@ def summarize(variants, samples, loaded, peaks, args) -> dict:
     targets["batcher_vs_sequential"] = {v: r["batcher_speedup"] for v, r in rows.items()}
     return {
         "model": {**MODEL_SHAPE, "new_tokens": NEW_TOKENS, "weights": "random"},
+        "load1_during_run": [
+            min(r["load1"] for v in variants for k in samples[v] for r in samples[v][k]),
+            max(r["load1"] for v in variants for k in samples[v] for r in samples[v][k]),
+        ],
         "machine": {
             "cpu": platform.processor() or platform.machine(),
             "cores": os.cpu_count(),
@@ -355,7 +361,10 @@ def render(report: dict) -> str:
             f"{r['batched_rps']:.2f} | {r['batcher_speedup']:.1f}× | {r['mean_batch']:.1f} |"
         )
     t = report["targets"]
+    low, high = report["load1_during_run"]
     lines.append("")
+    lines.append(f"1-minute load average during the measurements: {low:.1f} to {high:.1f} "
+                 f"on {report['machine']['cores']} cores; {report['machine']['threads']} engine thread(s)")
     for key, label, goal in (
         ("onnx_int8_vs_pytorch_b1_latency", "ONNX INT8 (dynamic) vs PyTorch FP32, batch-1 latency", 1.5),
         (

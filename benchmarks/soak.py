@@ -58,6 +58,8 @@ async def one_request(client: httpx.AsyncClient, url: str, n: int, statuses: col
             if n % 21 == 6:
                 r = await client.post(f"{url}/translate", content=b"{broken")
         statuses[r.status_code] += 1
+        if r.status_code in (429, 503):  # a polite client backs off as told
+            await asyncio.sleep(min(5.0, float(r.headers.get("retry-after", 1))))
     except httpx.HTTPError as exc:
         statuses[type(exc).__name__] += 1
 

@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 from mtserve import __version__
 from mtserve.settings import Settings, settings_table
 
-SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_slot",
+SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_slot", "prompt_cache_ram_mib",
                   "max_output_tokens", "max_queue", "request_timeout_s", "cache_size",
                   "segment_max_chars", "detect_prior", "log_level",
                   # seq2seq engines and the dynamic batcher

@@ -45,7 +45,10 @@ QUANTIZATIONS = ("int8",)
 QUANT_FORMATS = ("qdq", "qoperator")
 CALIBRATION_MAX_SENTENCES = 200  # MinMax ranges settle long before this
 CALIBRATION_MAX_TOKENS = 32  # decoder steps recorded per calibration sentence
-CALIBRATION_RANGE_EVERY = 32  # feeds between incremental min/max updates (bounds memory)
+# Calibration keeps every intermediate tensor of every feed in memory until the end
+# (ORT's incremental option drops data in 1.32), so the feeds per graph are capped,
+# spread evenly over the sentences and their decoder steps.
+CALIBRATION_MAX_FEEDS = 256
 EXTERNAL_DATA_BYTES = 1_800_000_000  # protobuf's 2 GB limit, with room to spare
 
 
@@ -316,7 +319,9 @@ def calibration_feeds(
 ) -> Iterator[dict[str, Any]]:
     """Real inputs of one graph, recorded while the FP32 model translates the sentences.
 
-    Sentence by sentence, so memory holds one sentence's caches, not the whole set's.
+    Sentence by sentence, so memory holds one sentence's caches, not the whole
+    set's; at most ``CALIBRATION_MAX_FEEDS`` in all, evenly spaced within each
+    sentence's decoder steps.
     """
     from mtserve.engines.base import TranslationRequest
     from mtserve.engines.onnx import OnnxEngine
@@ -330,13 +335,15 @@ def calibration_feeds(
     }[graph]
     recorder = _RecordingSession(getattr(engine, attribute))
     setattr(engine, attribute, recorder)
+    per_sentence = max(1, CALIBRATION_MAX_FEEDS // len(sentences))
     try:
-        for sentence in sentences:
+        for index, sentence in enumerate(sentences):
             engine.translate_batch(
                 [TranslationRequest(sentence, pair[0], pair[1], max_tokens=CALIBRATION_MAX_TOKENS)]
             )
-            yield from recorder.feeds
-            recorder.feeds.clear()
+            feeds, recorder.feeds = recorder.feeds, []
+            stride = max(1, -(-len(feeds) // per_sentence))
+            yield from feeds[index % stride :: stride]  # a different step offset per sentence
     finally:
         engine.close()
 
@@ -373,10 +380,7 @@ def quantize_static_file(
         activation_type=QuantType.QUInt8,  # ORT's advice for x86 CPUs
         weight_type=QuantType.QInt8,
         use_external_data_format=large,
-        extra_options={
-            "MatMulConstBOnly": True,  # weights only: attention score matmuls stay FP32
-            "CalibMaxIntermediateOutputs": CALIBRATION_RANGE_EVERY,
-        },
+        extra_options={"MatMulConstBOnly": True},  # weights only: attention score matmuls stay FP32
     )
     if prepared != src:
         prepared.unlink(missing_ok=True)

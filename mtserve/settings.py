@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     ctx_per_slot: int = Field(
         1024, description="KV-cache tokens per slot; a sentence segment needs far less."
     )
+    prompt_cache_ram_mib: int = Field(
+        64, description="Host RAM llama.cpp may use to keep evicted slot states (MiB); bounds memory."
+    )
     max_output_tokens: int = Field(
         512, description="Hard cap on generated tokens per segment."
     )

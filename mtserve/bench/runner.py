@@ -129,10 +129,21 @@ def execute(targets: list[Target], plan: Plan, workloads: Workloads, progress: P
     run = RunResult()
     collected: dict[tuple[str, Point], list[tuple[LoadResult, ProcessFigures]]] = {}
     warmed: set[str] = set()
+    warmup_pool = workloads.main.tail(64)
+    # Every target at a (round, point) gets the very same texts: the cursors are
+    # rewound for each target and moved past the furthest any of them got.
+    marks: dict[tuple[int, Point], tuple[int, int]] = {}
+    furthest: dict[tuple[int, Point], tuple[int, int]] = {}
+    pools = (workloads.main, workloads.short, workloads.long)
     for round_index, point, target in plan.runs(targets):
         if target.name not in warmed:
-            warm_up(target, workloads.main, plan.warmup)
+            warm_up(target, warmup_pool, plan.warmup)
             warmed.add(target.name)
+        key = (round_index, point)
+        if key not in marks:
+            marks[key] = tuple(pool.tell() for pool in pools)  # type: ignore[assignment]
+        for pool, mark in zip(pools, marks[key]):
+            pool.seek(mark)
         description = f"r{round_index + 1} {target.name} {point.label}"
         run.order.append(description)
 
@@ -143,6 +154,10 @@ def execute(targets: list[Target], plan: Plan, workloads: Workloads, progress: P
         with ProcessSampler(target.pid(), interval_s=sample_interval_s) as sampler:
             result = run_point(target, point, workloads, plan, on_outcome=on_outcome, round_index=round_index)
         figures = sampler.figures()
+        reached = tuple(pool.tell() for pool in pools)
+        furthest[key] = tuple(max(a, b) for a, b in zip(furthest.get(key, reached), reached))  # type: ignore
+        for pool, position in zip(pools, furthest[key]):
+            pool.seek(position)
         if progress is not None:  # a point that stopped on time still moves the bar its full share
             progress(description, max(0, plan.bounds.max_requests - len(result.outcomes)))
         collected.setdefault((target.name, point), []).append((result, figures))

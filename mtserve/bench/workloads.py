@@ -115,6 +115,20 @@ class Workload:
             self._at += 1
             return item
 
+    def tell(self) -> int:
+        """The cursor, for ``seek``: items handed out so far."""
+        with self._lock:
+            return self.wrapped * len(self.items) + self._at
+
+    def seek(self, position: int) -> None:
+        """Hand out from ``position`` again, so that several targets get the very same texts."""
+        with self._lock:
+            self.wrapped, self._at = divmod(position, len(self.items))
+
+    def tail(self, n: int) -> "Workload":
+        """A separate workload of the last ``n`` items (warm-ups), which a run rarely reaches."""
+        return Workload(f"{self.name}-tail", self.items[-max(1, min(n, len(self.items))):], self.origin)
+
     @property
     def used(self) -> int:
         return self.wrapped * len(self.items) + self._at

@@ -25,7 +25,7 @@ class TranslationRequest:
     # (term, translation) pairs that occur in ``text`` and must be honoured; the
     # prompt template injects them in the family's own terminology format
     glossary: tuple[tuple[str, str], ...] = ()
-    strict: bool = False  # the guardrails' retry: a stricter prompt
+    strict: bool = False  # the guardrails' retry: a stricter prompt (and decoding constraints)
 
 
 @dataclass(frozen=True)

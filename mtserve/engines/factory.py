@@ -49,6 +49,7 @@ def create_engine(settings: Settings) -> Engine:
             n_parallel=settings.n_parallel,
             ctx_per_slot=settings.ctx_per_slot,
             max_output_tokens=settings.max_output_tokens,
+            prompt_cache_ram_mib=settings.prompt_cache_ram_mib,
         )
     raise AssertionError("unreachable")
 

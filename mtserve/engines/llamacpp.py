@@ -29,7 +29,7 @@ from mtserve.engines.base import (
     TranslationResult,
     default_max_tokens,
 )
-from mtserve.engines.prompts import PromptTemplate, template_for
+from mtserve.engines.prompts import PromptTemplate, script_grammar, template_for
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +64,17 @@ class LlamaCppEngine:
         ngram_size: int = 3,
         param_overrides: dict[str, Any] | None = None,
         cache_prompt: bool = True,
+        prompt_cache_ram_mib: int = 64,
+        queue_ahead: int = 0,  # measured no win (BENCHMARKS.md); kept for engine_tuning experiments
     ):
         self.model_path = Path(model_path)
         self.model_name = model_name
         self.languages = languages
-        self.max_concurrency = max(1, n_parallel)
+        self.slots = max(1, n_parallel)
+        # Calls the scheduler may keep in flight: the slots, plus ``queue_ahead`` more that wait
+        # inside llama.cpp, so a freed slot starts its next segment in llama.cpp's own loop
+        # instead of waiting for Python threads to hand one over.
+        self.max_concurrency = self.slots + max(0, queue_ahead)
         self.template: PromptTemplate = template_for(family)
         self._threads = threads
         self._ctx_per_slot = ctx_per_slot
@@ -81,6 +87,7 @@ class LlamaCppEngine:
         self._ngram_size = ngram_size
         self._overrides = dict(param_overrides or {})
         self._cache_prompt = cache_prompt  # off only to measure what the shared-prefix cache saves
+        self._prompt_cache_ram_mib = prompt_cache_ram_mib
         self._server: Any = None
         self._lock = threading.Lock()
         self._local = threading.local()  # per calling thread: llama.cpp's timings of its last request
@@ -93,11 +100,15 @@ class LlamaCppEngine:
             raise EngineError(f"model file {self.model_path} does not exist")
         params = xllamacpp.CommonParams()
         params.model.path = str(self.model_path)
-        params.n_parallel = self.max_concurrency
-        params.n_ctx = self._ctx_per_slot * self.max_concurrency
+        params.n_parallel = self.slots
+        params.n_ctx = self._ctx_per_slot * self.slots
         params.cpuparams.n_threads = self._threads
         params.cpuparams_batch.n_threads = self._batch_threads
         params.cache_prompt = self._cache_prompt
+        # llama.cpp also keeps evicted slot states in host RAM, up to 8 GiB by default: the
+        # soak saw RSS climb in 30-50 MB steps. Short sentences gain nothing from it (each
+        # slot already keeps the shared prefix in its KV cache), so it is kept small.
+        params.cache_ram_mib = self._prompt_cache_ram_mib
         params.warmup = True
         if self._speculative != "none":
             spec = params.speculative
@@ -122,7 +133,7 @@ class LlamaCppEngine:
             extra={
                 "event": "engine_loaded",
                 "model": self.model_name,
-                "slots": self.max_concurrency,
+                "slots": self.slots,
                 "load_s": round(time.perf_counter() - started, 2),
             },
         )
@@ -152,6 +163,8 @@ class LlamaCppEngine:
             body["top_k"] = 1
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.strict and (grammar := script_grammar(request.source, request.target, request.glossary)):
+            body["grammar"] = grammar  # the retry cannot leave source-script words in
         return body
 
     def translate(

@@ -251,7 +251,10 @@ class BeamSearch:
             logp = log_softmax(engine.mask_logits(logits, generated)).reshape(len(active), k, -1)
             vocab = logp.shape[-1]
             totals = (scores[:, :, None] + logp).reshape(len(active), -1)
-            top = np.argsort(-totals, axis=-1)[:, : 2 * k]
+            # the 2k best candidates per row, best first (enough: at most k of them end a beam)
+            best = np.argpartition(-totals, 2 * k - 1, axis=-1)[:, : 2 * k]
+            order = np.argsort(-np.take_along_axis(totals, best, axis=-1), axis=-1, kind="stable")
+            top = np.take_along_axis(best, order, axis=-1)
             new_scores = np.zeros_like(scores)
             new_tokens = np.zeros((len(active), k), dtype=np.int64)
             origins = np.zeros((len(active), k), dtype=np.int64)

@@ -90,6 +90,8 @@ ZH_EN_EXAMPLES: tuple[Example, ...] = (
     ("这块手表值一万块钱。", "This watch is worth ten thousand yuan."),
     ("他赶到机场的时候，飞机已经起飞了。", "When he rushed to the airport, the plane had taken off."),
     ("员工们对工资很满意。", "The employees are satisfied with their pay."),
+    ("他显得很年轻。", "He looks young."),
+    ("买保险要看清楚费用。", "When buying insurance, read the fees carefully."),
 )
 
 EN_ZH_EXAMPLES: tuple[Example, ...] = tuple((target, source) for source, target in ZH_EN_EXAMPLES)
@@ -139,6 +141,23 @@ TEMPLATES: dict[str, PromptTemplate] = {
         term_line="{term} 翻译成 {translation}",
     ),
 }
+
+
+# Han, kana, hangul and their fullwidth forms: the characters a strict retry into a language
+# not written with them may not produce (a GBNF grammar llama.cpp enforces while decoding).
+_IDEOGRAPHIC_RANGES = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef"
+
+
+def script_grammar(source: str, target: str, glossary: Terms = ()) -> str | None:
+    """A grammar that keeps CJK characters out of a translation from a CJK language into a
+    language written without them, or None where it does not apply."""
+    from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
+
+    if not (scripts_of(source) & IDEOGRAPHIC_SCRIPTS) or scripts_of(target) & IDEOGRAPHIC_SCRIPTS:
+        return None
+    if any(script_counts(translation).keys() & IDEOGRAPHIC_SCRIPTS for _, translation in glossary):
+        return None  # a required term is itself written in CJK
+    return f"root ::= [^{_IDEOGRAPHIC_RANGES}]*"
 
 
 def plain(template: PromptTemplate) -> PromptTemplate:

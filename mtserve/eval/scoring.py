@@ -59,4 +59,10 @@ class Scorer:
         return round(self._sentence_bleu.sentence_score(hypothesis, [reference]).score, 2)
 
     def signatures(self) -> Signatures:
+        """sacrebleu's signatures; they know the reference count only once something was scored."""
+        try:
+            self._bleu.get_signature(), self._chrf.get_signature()
+        except ValueError:
+            self._bleu.corpus_score(["-"], [["-"]])
+            self._chrf.corpus_score(["-"], [["-"]])
         return Signatures(bleu=str(self._bleu.get_signature()), chrf=str(self._chrf.get_signature()))

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from mtserve.engines.base import TranslationRequest, _is_wide
 from mtserve.service.glossary import term_in_output
+from mtserve.text.languages import language_name
 from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
 
 # Worst first: a loop wastes the most and is the least usable.
@@ -88,7 +89,8 @@ def _untranslated(source: str, output: str, source_lang: str, target_lang: str,
         return None
     if leftover_scripts & IDEOGRAPHIC:
         # Any ideograph left in, say, English output is an untranslated word.
-        return Problem("untranslated", f"{leftover} character(s) still in the source script")
+        runs = re.findall(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+", _without(output, glossary))
+        return Problem("untranslated", f"it still contains {language_name(source_lang)}: " + ", ".join(runs[:5]))
     target_letters = sum(counts[s] for s in scripts_of(target_lang))
     if leftover >= 4 and leftover > 0.5 * total and target_letters * 2 < leftover:
         return Problem("untranslated", "most of the output is still in the source script")
@@ -182,17 +184,30 @@ def substitute_terms(text: str, glossary: Mapping[str, str]) -> str:
 
 
 def retry_request(request: TranslationRequest, problem: Problem) -> TranslationRequest:
-    """The one retry: the stricter prompt, greedy; a missed term is put into the source itself."""
+    """The one retry: the stricter prompt, greedy; a missed term is put into the source itself.
+
+    (Showing the model its rejected answer and asking for a repair was tried on the HSK dev
+    set: it fixed none of the leftover words the fresh strict prompt fixes.)
+    """
     text = request.text
     if problem.kind == "glossary" and request.glossary:
         text = substitute_terms(text, dict(request.glossary))
     return replace(request, text=text, strict=True, temperature=0.0, seed=None)
 
 
+# Outputs that are no translation at all; any other answer beats them.
+UNUSABLE = frozenset({"runaway", "repetition", "identical"})
+
+
 def choose(first: str, first_problem: Problem, retry: str, retry_problem: Problem | None) -> tuple[str, bool]:
-    """(the output to keep, whether a problem remains)."""
+    """(the output to keep, whether a problem remains).
+
+    A retry that still has a problem replaces the first answer only if the first was
+    unusable and the retry is not: measured on HSK, a retry that "fixes" one leftover
+    word by explaining it scores worse than the word left in.
+    """
     if retry_problem is None:
         return retry, False
-    if retry_problem.severity < first_problem.severity:
+    if first_problem.kind in UNUSABLE and retry_problem.kind not in UNUSABLE:
         return retry, True
     return first, True

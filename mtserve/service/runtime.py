@@ -87,9 +87,15 @@ class Runtime:
         )
         await scheduler.start()
         self._scheduler = scheduler
-        self.service = TranslationService(
-            self.settings, self.engine, scheduler, self._cache, detector, self.metrics,
-        )
+        try:
+            self.service = TranslationService(
+                self.settings, self.engine, scheduler, self._cache, detector, self.metrics,
+            )
+        except ValueError as exc:  # a bad setting the service reads, e.g. an invalid glossary file
+            self.load_error = f"{type(exc).__name__}: {exc}"
+            log.error("service failed to start", extra={"event": "load_failed", "error": self.load_error})
+            await scheduler.stop()
+            return
         self.metrics.ready.set(1)
         log.info("service ready", extra={"event": "ready", "model": self.engine.model_name})
 

@@ -212,7 +212,8 @@ class TranslationService:
                 self.metrics.guardrail_retries.labels(reason=problem.kind).inc()
                 log.info("guardrail retry", extra={"event": "guardrail_retry", "reason": problem.kind,
                                                    "detail": problem.detail})
-                [retried] = await ticket.wait([ticket.submit(guardrails.retry_request(request, problem))])
+                retry = guardrails.retry_request(request, problem)
+                [retried] = await ticket.wait([ticket.submit(retry)])
                 self._account(usage, retried)
                 second = clean_translation(retried.result.text, request.text)
                 second_problem = guardrails.check(request.text, second, request.source, request.target,
@@ -271,6 +272,8 @@ class TranslationService:
     ) -> str:
         if source == target or not text.strip():
             return text
+        if {source, target} == set(CHINESE):  # a script conversion: OpenCC, not the model
+            return chinese.to_traditional(text) if target == "zt" else chinese.to_simplified(text)
         plan = self._plan(text, source, target, fmt)
         entries = self.glossary_for(source, target, glossary)
         outputs: list[str | None] = [None] * len(plan.segments)
@@ -315,7 +318,7 @@ class TranslationService:
         and candidates the guardrails reject (left untranslated, looping) are
         dropped. If a round yields too few, a second, hotter one fills the gap.
         """
-        if source == target or not text.strip():
+        if source == target or not text.strip() or {source, target} == set(CHINESE):
             return []
         seen = {guardrails._normal(best)}
         distinct: list[str] = []
@@ -364,6 +367,11 @@ class TranslationService:
             yield StreamEvent("detected", {"language": detected.language, "confidence": detected.confidence})
         if src == target or not text.strip():
             yield StreamEvent("done", {"translatedText": text})
+            return
+        if {src, target} == set(CHINESE):
+            converted = chinese.to_traditional(text) if target == "zt" else chinese.to_simplified(text)
+            yield StreamEvent("delta", {"text": converted})
+            yield StreamEvent("done", {"translatedText": converted})
             return
         plan = self._plan(text, src, target, fmt)
         entries = self.glossary_for(src, target, glossary)

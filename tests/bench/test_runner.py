@@ -49,3 +49,14 @@ def test_scenarios_ttft_open_and_fairness_run_on_a_fake():
     assert by["open"].requests == 4
     assert by["fairness"].kind == "short" and by["fairness"].background["documents"] == 1
     assert sum(progressed) == 3 * 4  # the bar always reaches its total
+
+
+def test_every_target_gets_the_same_texts_at_a_point_and_fresh_ones_at_the_next():
+    a, b = FakeTarget("A"), FakeTarget("B")
+    plan = Plan(points=[Point("closed", 1), Point("closed", 1.0001)], bounds=Bounds(3, 60), rounds=2, warmup=2)
+    execute([a, b], plan, _workloads())
+    texts_a, texts_b = [c.text for c in a.calls], [c.text for c in b.calls]
+    assert texts_a[2:] == texts_b[2:]  # after the two warm-up calls
+    measured = texts_a[2:]
+    assert len(set(measured)) == len(measured) == 12  # no text twice across points and rounds
+    assert not set(texts_a[:2]) & set(measured)  # warm-ups come from elsewhere

@@ -25,7 +25,8 @@ def small_queue_server(model_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = start_server(port, {"MTSERVE_N_PARALLEL": "2", "MTSERVE_MAX_QUEUE": "4",
-                               "MTSERVE_REQUEST_TIMEOUT_S": "30", "MTSERVE_CACHE_SIZE": "0"})
+                               "MTSERVE_REQUEST_TIMEOUT_S": "30", "MTSERVE_CACHE_SIZE": "0",
+                               "MTSERVE_SHUTDOWN_GRACE_S": "60"})
     try:
         wait_ready(proc, url)
         yield url, proc

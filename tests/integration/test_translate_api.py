@@ -110,7 +110,7 @@ def test_languages_and_detect(live_server):
 def test_sse_stream_sends_deltas_then_the_final_text(live_server):
     events = []
     with httpx.stream("POST", f"{live_server}/translate/stream", timeout=TIMEOUT,
-                      json={"q": "我喜欢喝茶。", "source": "auto", "target": "en"}) as r:
+                      json={"q": "我的邻居每天早上都喝绿茶。", "source": "auto", "target": "en"}) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
         kind = None

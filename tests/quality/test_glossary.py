@@ -190,3 +190,11 @@ def test_the_api_takes_a_glossary_as_json_or_as_a_form_string_and_400s_a_bad_one
     assert bad_form.status_code == 400 and "JSON object" in bad_form.json()["error"]
     assert stream.status_code == 200 and "event: done" in stream.text
     assert engine.calls and all(c.glossary == (("猫", "cat"),) for c in engine.calls)
+
+
+def test_an_invalid_server_glossary_is_reported_on_health(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("one column only\n", encoding="utf-8")
+    with serve(ScriptedEngine(), home=tmp_path, glossary_file=bad) as url:
+        health = httpx.get(f"{url}/health", timeout=10)
+    assert health.status_code == 503 and "bad.tsv:1" in health.json()["error"]

@@ -63,8 +63,9 @@ def test_the_retry_is_strict_greedy_and_puts_missed_terms_into_the_source():
 def test_choose_keeps_the_better_answer():
     bad = Problem("untranslated", "")
     assert choose("first", bad, "second", None) == ("second", False)
-    assert choose("first", bad, "second", Problem("glossary", "")) == ("second", True)
+    assert choose("first", bad, "second", Problem("explanation", "")) == ("first", True)
     assert choose("first", bad, "second", Problem("repetition", "")) == ("first", True)
+    assert choose("first", Problem("repetition", ""), "second", Problem("untranslated", "")) == ("second", True)
 
 
 def test_the_service_retries_once_with_the_strict_prompt_and_counts_it(tmp_path):
@@ -123,3 +124,17 @@ def test_streaming_applies_the_retry_to_the_final_text(tmp_path):
 
     events = asyncio.run(main())
     assert events[-1].kind == "done" and events[-1].data["translatedText"] == "Fixed."
+
+
+def test_the_strict_retry_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
+    from mtserve.engines.llamacpp import LlamaCppEngine
+    from mtserve.engines.prompts import script_grammar
+
+    engine = LlamaCppEngine(tmp_path / "m.gguf", model_name="m", family="qwen", languages=("zh", "en"),
+                            threads=1, n_parallel=1, ctx_per_slot=512, max_output_tokens=64)
+    first = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en"))
+    retry = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en", strict=True))
+    assert "grammar" not in first and retry["grammar"].startswith("root ::= [^")
+    assert retry["messages"][0]["content"] != first["messages"][0]["content"]  # the strict system prompt
+    assert script_grammar("en", "zh") is None and script_grammar("zh", "ja") is None
+    assert script_grammar("zh", "en", (("京剧", "京剧"),)) is None  # a required term written in Han

@@ -55,3 +55,20 @@ def test_traditional_input_reaches_the_model_as_simplified_and_zt_output_is_conv
     first_call = engine.calls[0]
     assert first_call.text == "这是一本书。" and first_call.source == "zh"
     assert all(c.target in ("en", "zh") for c in engine.calls)  # never asked for Traditional itself
+
+
+def test_simplified_and_traditional_convert_without_the_model(tmp_path):
+    engine = ScriptedEngine()
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            to_zt = await service.translate(["我们去北京，这是一本书。"], "zh", "zt", alternatives=2)
+            to_zh = await service.translate(["我們去台北。"], "zt", "zh")
+            streamed = [e async for e in service.stream("这是一本书。", "zh", "zt")]
+            return to_zt, to_zh, streamed
+
+    to_zt, to_zh, streamed = asyncio.run(main())
+    assert to_zt[0].text == "我們去北京，這是一本書。" and to_zt[0].alternatives == []
+    assert to_zh[0].text == "我们去台北。"
+    assert streamed[-1].data["translatedText"] == "這是一本書。"
+    assert engine.calls == []
