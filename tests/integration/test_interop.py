@@ -124,3 +124,9 @@ def test_metrics_carry_the_api_label(live_server):
     metrics = httpx.get(f"{live_server}/metrics").text
     for api in ("libretranslate", "deepl", "openai"):
         assert f'api="{api}"' in metrics
+
+
+def test_deepl_glossary_language_pairs(deepl_client):
+    pairs = {(p.source_lang, p.target_lang) for p in deepl_client.get_glossary_languages()}
+    assert ("zh", "en") in pairs and ("en", "zh") in pairs
+    assert all(source != target for source, target in pairs)
