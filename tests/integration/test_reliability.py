@@ -24,7 +24,9 @@ SENTENCES = ["我喜欢猫。", "今天很冷。", "他在看书。", "我们去
 def small_queue_server(model_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = start_server(port, {"MTSERVE_N_PARALLEL": "2", "MTSERVE_MAX_QUEUE": "4",
+    # One engine thread: with two, llama.cpp's threads spin at a barrier after every op, and on
+    # a machine that is busy with anything else that makes decoding 3-20x slower (BENCHMARKS.md).
+    proc = start_server(port, {"MTSERVE_THREADS": "1", "MTSERVE_N_PARALLEL": "2", "MTSERVE_MAX_QUEUE": "4",
                                "MTSERVE_REQUEST_TIMEOUT_S": "30", "MTSERVE_CACHE_SIZE": "0",
                                "MTSERVE_SHUTDOWN_GRACE_S": "60"})
     try:
