@@ -121,14 +121,14 @@ def _runaway(source: str, output: str, finish_reason: str) -> Problem | None:
 
 
 _EXPLAINING = re.compile(
-    r"\b(?:this|the)\s+(?:sentence|phrase|text|translation|word)\s+(?:means|is|translates|can)\b"
+    r"\b(?:this|the)\s+(?:sentence|phrase|text|translation|word)\s+(?:means|translates|refers)\b"
     r"|\b(?:literally|translates?\s+(?:to|as)|translated\s+as|which\s+means|in\s+(?:english|chinese|japanese)\s*[:,]"
     r"|pinyin|translation\s*[:：]|note\s*[:：])"
     r"|(?:这句话|这个句子|意思是|直译|翻译为|译为|注[:：]|解释[:：]|拼音)",
     re.IGNORECASE,
 )
 _SOURCE_TALKS_ABOUT_LANGUAGE = re.compile(
-    r"翻译|翻譯|译|譯|意思|含义|解释|拼音|英语|英文|中文|汉语|句子|注意|注"
+    r"翻译|翻譯|译|譯|意思|含义|解释|拼音|英语|英文|中文|汉语|句子|注意|注|词|詞|字|语|語|句"
     r"|translat|mean|literal|pinyin|english|chinese|japanese|sentence|phrase|note",
     re.IGNORECASE,
 )

@@ -198,3 +198,10 @@ def test_an_invalid_server_glossary_is_reported_on_health(tmp_path):
     with serve(ScriptedEngine(), home=tmp_path, glossary_file=bad) as url:
         health = httpx.get(f"{url}/health", timeout=10)
     assert health.status_code == 503 and "bad.tsv:1" in health.json()["error"]
+
+
+def test_qwen_uses_the_tuned_prompt_and_examples_only_for_the_pairs_tuned_on():
+    qwen = template_for("qwen")
+    zh_en, ja_en = qwen.messages("你好", "zh", "en"), qwen.messages("こんにちは", "ja", "en")
+    assert "Translate everything" in zh_en[0]["content"] and len(zh_en) == 1 + 2 * 6 + 1
+    assert "Translate everything" not in ja_en[0]["content"] and len(ja_en) == 2
