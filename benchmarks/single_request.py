@@ -16,15 +16,9 @@ import time
 
 import httpx
 
-SENTENCES = [
-    "请在会议开始前把报告发给我。", "我每天早上喝一杯咖啡。", "这本书非常有意思。",
-    "明天我们去北京。", "他昨天买了一辆新自行车。", "图书馆星期天不开门。",
-    "你能帮我把窗户关上吗？", "这个问题比我想的复杂得多。", "我们公司明年打算扩大规模。",
-    "天气预报说下午会下雨。", "她的中文说得越来越流利了。", "这家餐厅的菜又便宜又好吃。",
-    "请把你的护照和机票给我看一下。", "孩子们在公园里放风筝。", "医生建议他多休息，少喝酒。",
-    "我把钥匙忘在办公室了。", "这部电影让我想起了我的童年。", "火车晚点了半个小时。",
-    "如果你有问题，随时给我打电话。", "他们正在讨论新的环保政策。",
-]
+from mtserve.bench.workloads import BUILTIN_SENTENCES
+
+SENTENCES = list(BUILTIN_SENTENCES)  # the same sentences `mtserve bench` falls back to
 
 
 def percentile(values: list[float], q: float) -> float:
