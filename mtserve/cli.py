@@ -278,6 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     from mtserve.cli_files import add_parser as add_files_parser  # light: format libraries load on use
 
     add_files_parser(commands, _add_setting_flags, SERVICE_FIELDS)
+
+    from mtserve.cli_glossary import add_parser as add_glossary_parser  # light: the standard library only
+
+    add_glossary_parser(commands, _add_setting_flags)
     return parser
 
 

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mtserve.engines.base import EngineError
 from mtserve.service.access import AccessDenied, RateLimited
+from mtserve.service.glossary import GlossaryError, UnknownGlossary
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
 from mtserve.service.translator import UnsupportedLanguage
 
@@ -91,6 +92,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(UnsupportedLanguage)
     async def _language(request: Request, exc: UnsupportedLanguage):
+        return error_response(400, str(exc), path=request.url.path)
+
+    @app.exception_handler(UnknownGlossary)
+    async def _unknown_glossary(request: Request, exc: UnknownGlossary):
+        return error_response(404, str(exc), path=request.url.path)
+
+    @app.exception_handler(GlossaryError)  # a glossary_id whose pair does not fit, bad entries
+    async def _glossary(request: Request, exc: GlossaryError):
         return error_response(400, str(exc), path=request.url.path)
 
     @app.exception_handler(AccessDenied)

@@ -41,6 +41,8 @@ FILE_ERRORS = {
 }
 NOT_FOUND = {404: {"model": ERRORS[400]["model"], "description": "No such job or file, or it expired."}}
 GLOSSARY_HELP = 'Optional JSON object of term -> translation, e.g. {"IBM公司": "IBM"}, as /translate takes.'
+GLOSSARY_ID_HELP = ("Optional id of a stored glossary for exactly this source -> target pair (needs an "
+                    "explicit source), as /translate takes; `glossary` overrides its entries.")
 _UPLOAD_FORM = {
     "requestBody": {
         "required": True,
@@ -56,6 +58,7 @@ _UPLOAD_FORM = {
                                    "description": "Source language code, or 'auto' to detect it."},
                         "target": {"type": "string", "description": "Target language code."},
                         "glossary": {"type": "string", "description": GLOSSARY_HELP},
+                        "glossary_id": {"type": "string", "description": GLOSSARY_ID_HELP},
                         "api_key": {"type": "string",
                                     "description": "The API key, when the server requires one."},
                     },
@@ -119,6 +122,7 @@ async def _submit(request: Request) -> Job:
     if not target:
         raise ApiError(400, "target is missing; send the target language code, e.g. target=en")
     glossary = _glossary(form.get("glossary"))
+    glossary_id = str(form.get("glossary_id") or "").strip() or None
     data = bytearray()
     while chunk := await upload.read(READ_CHUNK):
         data += chunk
@@ -127,7 +131,8 @@ async def _submit(request: Request) -> Job:
                                 "(MTSERVE_FILES_MAX_MB)")
     await form.close()
     try:
-        return await store.submit(service, upload.filename or "", bytes(data), source, target, glossary)
+        return await store.submit(service, upload.filename or "", bytes(data), source, target, glossary,
+                                  glossary_id=glossary_id)
     except LimitExceeded as exc:
         raise ApiError(413, str(exc)) from None
     except TooManyDocuments as exc:

@@ -45,6 +45,9 @@ ERRORS = {
     503: {"model": ErrorBody, "description": "Loading or at capacity; see Retry-After."},
     504: {"model": ErrorBody, "description": "The request's deadline passed."},
 }
+TRANSLATE_ERRORS = {
+    **ERRORS, 404: {"model": ErrorBody, "description": "No stored glossary has that glossary_id."},
+}
 
 
 def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
@@ -183,7 +186,7 @@ async def favicon():
 # --- translation -------------------------------------------------------------------
 @router.post(
     "/translate", response_model=TranslateResponse, response_model_exclude_none=True,
-    responses=ERRORS, openapi_extra=_body_doc(TranslateRequest),
+    responses=TRANSLATE_ERRORS, openapi_extra=_body_doc(TranslateRequest),
 )
 async def translate(request: Request):
     """Translate a text or a list of texts (LibreTranslate's contract)."""
@@ -197,7 +200,8 @@ async def translate(request: Request):
     request.state.chars_in = sum(len(t) for t in texts)
     work = asyncio.ensure_future(
         service.translate(texts, req.source, req.target, req.format, req.alternatives,
-                          timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary)
+                          timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
+                          glossary_id=req.glossary_id)
     )
     results = await until_disconnect(request, work)
     if isinstance(results, Response):
@@ -236,8 +240,9 @@ async def _stream(request: Request, req: TranslateRequest):
     request.state.usage = usage
     request.state.chars_in = len(req.q)
     events = service.stream(req.q, req.source, req.target, req.format,
-                            timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary)
-    # Fail before the 200 goes out: unsupported languages, a full queue.
+                            timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
+                            glossary_id=req.glossary_id)
+    # Fail before the 200 goes out: unsupported languages, a glossary_id that does not fit, a full queue.
     try:
         first = await events.__anext__()
     except StopAsyncIteration:
@@ -264,7 +269,7 @@ async def _stream(request: Request, req: TranslateRequest):
 
 
 @router.post(
-    "/translate/stream", responses=ERRORS, openapi_extra=_body_doc(TranslateRequest),
+    "/translate/stream", responses=TRANSLATE_ERRORS, openapi_extra=_body_doc(TranslateRequest),
     response_class=EventSourceResponse,
 )
 async def translate_stream(request: Request):
@@ -272,14 +277,14 @@ async def translate_stream(request: Request):
     return await _stream(request, await parse_body(request, TranslateRequest))
 
 
-@router.get("/translate/stream", responses=ERRORS, response_class=EventSourceResponse)
+@router.get("/translate/stream", responses=TRANSLATE_ERRORS, response_class=EventSourceResponse)
 async def translate_stream_get(request: Request, q: str, target: str, source: str = "auto",
                                format: str = "text", api_key: str | None = None,
-                               glossary: str | None = None):
+                               glossary: str | None = None, glossary_id: str | None = None):
     """The same stream for EventSource clients, with the fields in the query string."""
     try:
         req = TranslateRequest(q=q, source=source, target=target, format=format, api_key=api_key,
-                               glossary=glossary)
+                               glossary=glossary, glossary_id=glossary_id)
     except ValidationError as exc:
         raise ApiError(400, describe_validation_error(exc)) from None
     return await _stream(request, req)
@@ -289,11 +294,14 @@ async def translate_stream_get(request: Request, q: str, target: str, source: st
 @router.get("/languages", response_model=list[LanguageInfo])
 async def languages(request: Request):
     """Languages the loaded model translates, each with its possible targets."""
-    codes = runtime_of(request).engine.languages
-    return [
-        LanguageInfo(code=c, name=language_name(c), targets=[t for t in codes if t != c])
-        for c in codes
-    ]
+    engine = runtime_of(request).engine
+    codes = engine.languages
+    supports = getattr(engine, "supports", None)  # a Marian model translates one direction
+
+    def targets(source: str) -> list[str]:
+        return [t for t in codes if t != source and (supports is None or supports(source, t))]
+
+    return [LanguageInfo(code=c, name=language_name(c), targets=targets(c)) for c in codes]
 
 
 @router.post("/detect", response_model=list[DetectedLanguage], responses=ERRORS,

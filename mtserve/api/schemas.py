@@ -25,6 +25,20 @@ class TranslateRequest(BaseModel):
         description='Terms to translate as given, e.g. {"国际商业机器公司": "IBM"}; in form data, '
         "the same object as a JSON string. Adds to (and overrides) the server-wide glossary.",
     )
+    glossary_id: str | None = Field(
+        None,
+        description="Id of a stored glossary (`mtserve glossary add`, or DeepL's POST /v2/glossaries) "
+        "for exactly this source -> target pair; it needs an explicit source, not 'auto'. Its entries "
+        "override the server-wide glossary, and `glossary` overrides them. Another pair is a 400, an "
+        "unknown id a 404.",
+    )
+
+    @field_validator("glossary_id", mode="before")
+    @classmethod
+    def _glossary_id(cls, value: Any) -> Any:
+        if isinstance(value, str):  # an empty form field means none
+            return value.strip() or None
+        return value
 
     @field_validator("glossary", mode="before")
     @classmethod

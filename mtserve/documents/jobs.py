@@ -166,15 +166,20 @@ class JobStore:
                 "(MTSERVE_FILES_MAX_MB)")
 
     async def submit(self, service: TranslationService, filename: str, data: bytes, source: str,
-                     target: str, glossary: dict[str, str] | None = None) -> Job:
-        """Check and parse the file, then queue its translation. Raises DocumentError (4xx) first."""
+                     target: str, glossary: dict[str, str] | None = None,
+                     glossary_id: str | None = None) -> Job:
+        """Check and parse the file, then queue its translation. Raises DocumentError (4xx) first.
+
+        A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload.
+        """
         self.check_size(len(data))
         active = sum(1 for job in self.jobs.values() if not job.status.finished)
         if active >= self.settings.files_queue:
             raise TooManyDocuments(f"{active} documents are already waiting or being translated; "
                                    "retry when one has finished (MTSERVE_FILES_QUEUE)")
         fmt = format_for(filename, self.formats)
-        service.check_pair(target if source == "auto" else source, target)
+        service.check_pair(source, target)  # "auto": only the target is checked now
+        glossary = service.request_glossary(source, target, glossary, glossary_id)
         document = await asyncio.to_thread(read_document, filename, data, self.formats)
         count = len(document.segments)
         if count > self.settings.files_max_segments:

@@ -3,7 +3,9 @@
 Three sources feed a request's glossary, later ones winning on the same term:
 
 1. the server-wide glossary file (setting ``glossary_file``, TSV or JSON),
-2. a named glossary from the store (created through the API or the CLI),
+2. a named glossary from the store, by id (``glossary_id``; created with
+   DeepL's ``POST /v2/glossaries`` or ``mtserve glossary add``), if its
+   language pair is the request's (``GlossaryStore.for_pair``),
 3. the request's own ``glossary`` object.
 
 Only the entries whose term occurs in a segment reach the prompt
@@ -37,6 +39,14 @@ ANY_LANGUAGE = "*"
 
 class GlossaryError(ValueError):
     """Invalid glossary data or an unknown glossary; the message says what to fix."""
+
+
+class UnknownGlossary(GlossaryError):
+    """No stored glossary has that id (a 404 over HTTP)."""
+
+
+class GlossaryMismatch(GlossaryError):
+    """A stored glossary that does not fit the request's language pair (a 400 over HTTP)."""
 
 
 @dataclass(frozen=True)
@@ -257,13 +267,16 @@ class GlossaryStore:
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.executescript(_SCHEMA)
+        self._created = False  # the file and its tables are made on first use, not by the constructor
 
     def _connect(self) -> sqlite3.Connection:
+        if not self._created:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, timeout=10)
         db.execute("PRAGMA foreign_keys = ON")
+        if not self._created:
+            db.executescript(_SCHEMA)
+            self._created = True
         return db
 
     def create(self, name: str, source: str, target: str, entries: Mapping[str, str]) -> Glossary:
@@ -289,13 +302,33 @@ class GlossaryStore:
             row = db.execute("SELECT id, name, source_lang, target_lang, created FROM glossaries WHERE id = ?",
                              (glossary_id,)).fetchone()
             if row is None:
-                raise GlossaryError(f"no glossary with id {glossary_id!r}; list them to see the ids")
+                raise UnknownGlossary(f"no glossary with id {glossary_id!r}; list the ids with "
+                                      "`mtserve glossary list` or GET /v2/glossaries")
             entries = db.execute("SELECT term, translation FROM entries WHERE glossary_id = ? ORDER BY position",
                                  (glossary_id,)).fetchall()
         return Glossary(row[0], row[1], row[2], row[3], dict(entries), row[4])
 
     def entries(self, glossary_id: str) -> dict[str, str]:
         return self.get(glossary_id).entries
+
+    def for_pair(self, glossary_id: str, source: str, target: str) -> dict[str, str]:
+        """The entries of glossary ``glossary_id`` for a request from ``source`` to ``target``.
+
+        The rule DeepL has: a glossary serves its own language pair only, and
+        only a request that names its source (``auto`` is refused, since the
+        detected language of each text could differ). Raises UnknownGlossary
+        or GlossaryMismatch, with what to send instead.
+        """
+        found = self.get(glossary_id)
+        pair = f"{found.source_lang}->{found.target_lang}"
+        which = f"glossary {found.id!r} ({found.name!r})"
+        if source == "auto":
+            raise GlossaryMismatch(f"a glossary needs an explicit source language: {which} is for {pair}, "
+                                   f"so send source {found.source_lang!r} instead of 'auto'")
+        if (found.source_lang, found.target_lang) != (source, target):
+            raise GlossaryMismatch(f"{which} is for {pair}, but the request is {source}->{target}; "
+                                   f"translate {pair} with it, or use a glossary made for {source}->{target}")
+        return found.entries
 
     def list(self) -> list[Glossary]:
         with self._lock, self._connect() as db:

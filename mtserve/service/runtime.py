@@ -24,6 +24,7 @@ from mtserve.engines.factory import create_engine
 from mtserve.service.access import AccessControl, KeyStore
 from mtserve.service.batcher import batcher_for
 from mtserve.service.cache import TranslationCache
+from mtserve.service.glossary import GlossaryStore
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Scheduler
 from mtserve.service.translator import TranslationService
@@ -50,6 +51,9 @@ class Runtime:
             require_key=settings.require_api_key,
             anonymous_rpm=settings.anonymous_rpm,
         )
+        # Named glossaries under $MTSERVE_HOME (the file is made on first use): DeepL's /v2/glossaries,
+        # `mtserve glossary`, and every request's glossary_id share this one store.
+        self.glossaries = GlossaryStore(settings.glossaries_db)
         self.service: TranslationService | None = None
         self.load_error: str | None = None
         self._scheduler: Scheduler | None = None
@@ -90,6 +94,7 @@ class Runtime:
         try:
             self.service = TranslationService(
                 self.settings, self.engine, scheduler, self._cache, detector, self.metrics,
+                glossaries=self.glossaries,
             )
         except ValueError as exc:  # a bad setting the service reads, e.g. an invalid glossary file
             self.load_error = f"{type(exc).__name__}: {exc}"

@@ -23,7 +23,14 @@ from typing import AsyncIterator, Callable
 from mtserve.engines.base import Engine, TranslationRequest
 from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
-from mtserve.service.glossary import GlossaryFile, canonical, matching_entries, merge
+from mtserve.service.glossary import (
+    GlossaryFile,
+    GlossaryStore,
+    UnknownGlossary,
+    canonical,
+    matching_entries,
+    merge,
+)
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
 from mtserve.settings import Settings
@@ -99,6 +106,7 @@ class TranslationService:
         cache: TranslationCache,
         detector: LanguageDetector,
         metrics: Metrics,
+        glossaries: GlossaryStore | None = None,
     ):
         self.settings = settings
         self.engine = engine
@@ -108,6 +116,7 @@ class TranslationService:
         self.metrics = metrics
         glossary_file = getattr(settings, "glossary_file", None)
         self.glossary_file = GlossaryFile.load(glossary_file) if glossary_file else GlossaryFile()
+        self.glossaries = glossaries  # named glossaries, for requests that send a glossary_id
         # The retry is a stricter *prompt*, so it is for engines that translate by prompting an LLM.
         self.guarded = bool(getattr(settings, "guardrails", True) and getattr(engine, "prompted", False))
 
@@ -119,11 +128,18 @@ class TranslationService:
     def check_pair(self, source: str, target: str) -> None:
         supported = self.languages
         for role, code in (("source", source), ("target", target)):
-            if code not in supported:
+            if code not in supported and not (role == "source" and code == "auto"):
                 raise UnsupportedLanguage(
                     f"{role} language {code!r} is not supported by model {self.engine.model_name!r}; "
                     f"use one of: {', '.join(supported)} (see GET /languages)"
                 )
+        # A Marian model knows two languages but translates one direction only.
+        supports = getattr(self.engine, "supports", None)
+        if source != "auto" and supports is not None and not supports(source, target):
+            raise UnsupportedLanguage(
+                f"model {self.engine.model_name!r} does not translate {source} -> {target}; "
+                f"see GET /languages for the targets of each source"
+            )
 
     def detect(self, text: str, limit: int = 3) -> list[Detection]:
         return self.detector.detect(text, limit=limit)
@@ -169,6 +185,26 @@ class TranslationService:
     def glossary_for(self, source: str, target: str, glossary: dict[str, str] | None) -> dict[str, str]:
         """The server-wide entries for the pair, overridden by the request's own."""
         return merge(self.glossary_file.entries_for(source, target), glossary)
+
+    def named_glossary(self, glossary_id: str, source: str, target: str) -> dict[str, str]:
+        """The entries of stored glossary ``glossary_id``, if its pair is source->target.
+
+        Raises UnknownGlossary (no such id) or GlossaryMismatch (another pair,
+        or source 'auto'); both say what to send instead.
+        """
+        if self.glossaries is None:
+            raise UnknownGlossary(f"no glossary with id {glossary_id!r}: this service has no glossary store")
+        return self.glossaries.for_pair(glossary_id, source, target)
+
+    def request_glossary(self, source: str, target: str, glossary: dict[str, str] | None,
+                         glossary_id: str | None) -> dict[str, str] | None:
+        """A request's own layers: the named glossary, overridden by the request's ``glossary``.
+
+        The server-wide file goes under both later, per detected pair (``glossary_for``).
+        """
+        if not glossary_id:
+            return glossary
+        return merge(self.named_glossary(glossary_id, source, target), glossary)
 
     def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
                         temperature: float = 0.0, seed: int | None = None) -> TranslationRequest:
@@ -235,13 +271,16 @@ class TranslationService:
         usage: Usage | None = None,
         priority: Priority = Priority.INTERACTIVE,
         glossary: dict[str, str] | None = None,
+        glossary_id: str | None = None,
     ) -> list[Translation]:
         """Translate texts as one request: one ticket, one deadline, all segments fair-queued.
 
-        ``glossary`` ({term: translation}) adds to the server-wide glossary for this request.
+        ``glossary`` ({term: translation}) adds to the server-wide glossary for this request;
+        ``glossary_id`` names a stored glossary that sits between the two (``request_glossary``).
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
+        glossary = self.request_glossary(source, target, glossary, glossary_id)
         resolved = [self.resolve_source(t, source, target) for t in texts]
         for src, _ in resolved:
             self.check_pair(src, target)
@@ -350,7 +389,7 @@ class TranslationService:
     async def stream(
         self, text: str, source: str, target: str, fmt: str = "text",
         timeout_s: float | None = None, usage: Usage | None = None,
-        glossary: dict[str, str] | None = None,
+        glossary: dict[str, str] | None = None, glossary_id: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Yield the translation as it is generated, segment by segment, in order.
 
@@ -361,6 +400,7 @@ class TranslationService:
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
+        glossary = self.request_glossary(source, target, glossary, glossary_id)
         src, detected = self.resolve_source(text, source, target)
         self.check_pair(src, target)
         if detected is not None:

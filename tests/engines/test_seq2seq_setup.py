@@ -284,6 +284,12 @@ def test_serve_onnx_answers_translate_over_http(seq2seq_models, load_engine):
         assert many.status_code == 200, many.text
         languages = httpx.get(f"{url}/languages", timeout=10).json()
         assert {lang["code"] for lang in languages} == {"zh", "en"}
+        # a Marian zh->en model translates one direction: /languages says so, and en->zh is a 400
+        assert {lang["code"]: lang["targets"] for lang in languages} == {"zh": ["en"], "en": []}
+        wrong = httpx.post(f"{url}/translate", json={"q": "I am here.", "source": "en", "target": "zh"},
+                           timeout=60)
+        assert wrong.status_code == 400, wrong.text
+        assert "does not translate en -> zh" in wrong.json()["error"]
         expected = [
             r.text
             for r in load_engine("onnx").translate_batch([TranslationRequest(t, "zh", "en") for t in texts])

@@ -1,0 +1,92 @@
+"""``mtserve glossary add|list|show|remove``: named glossaries under ``$MTSERVE_HOME``.
+
+The same store (``glossaries.sqlite3``) as DeepL's ``/v2/glossaries`` and the
+``glossary_id`` of ``/translate``: a glossary added here is listed by
+``GET /v2/glossaries`` and usable at once by a running server, and one made
+through the API shows up here. Entries are TSV (``term<TAB>translation``), CSV
+or a JSON object, read from a file or, with ``-``, from stdin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+FORMAT_BY_SUFFIX = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".json": "json"}
+
+
+def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, Iterable[str]], None]) -> None:
+    parser = commands.add_parser("glossary", help="named glossaries: add, list, show, remove",
+                                 description="Named glossaries, shared with DeepL's /v2/glossaries and "
+                                             "/translate's glossary_id.")
+    sub = parser.add_subparsers(dest="glossary_cmd", required=True)
+    add = sub.add_parser("add", help="create a glossary from a TSV, CSV or JSON file (or - for stdin)")
+    add.add_argument("name", help="a label for the glossary")
+    add.add_argument("file", help="entries: term<TAB>translation lines (.tsv), .csv, or a .json object; "
+                                  "- for stdin")
+    add.add_argument("--source", "-s", required=True, help="source language code, e.g. zh")
+    add.add_argument("--target", "-t", required=True, help="target language code, e.g. en")
+    add.add_argument("--format", choices=("tsv", "csv", "json"), default=None,
+                     help="entries format (default: from the file's extension; tsv for stdin)")
+    sub.add_parser("list", help="id, name, language pair, entry count and creation time of each glossary")
+    show = sub.add_parser("show", help="print a glossary's entries as TSV")
+    show.add_argument("id", help="the glossary's id from `glossary list`")
+    remove = sub.add_parser("remove", help="delete a glossary")
+    remove.add_argument("id", help="the glossary's id from `glossary list`")
+    for command in sub.choices.values():
+        add_setting_flags(command, ("home",))
+    parser.set_defaults(func=cmd_glossary)
+
+
+def _read_entries(file: str, fmt: str | None) -> tuple[str, str]:
+    """The entries text and its format; a GlossaryError for a missing or unreadable file."""
+    from mtserve.service.glossary import GlossaryError
+
+    if file == "-":
+        return sys.stdin.read(), fmt or "tsv"
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise GlossaryError(f"no entries file {path}; give a .tsv, .csv or .json file, or - for stdin")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise GlossaryError(f"{path} is not UTF-8 text; save it as UTF-8") from None
+    return text, fmt or FORMAT_BY_SUFFIX.get(path.suffix.lower(), "tsv")
+
+
+def cmd_glossary(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from mtserve.cli import settings_from
+    from mtserve.service.glossary import GlossaryError, GlossaryStore, format_entries, parse_entries
+
+    settings = settings_from(args)
+    store = GlossaryStore(settings.glossaries_db)
+    try:
+        if args.glossary_cmd == "add":
+            text, fmt = _read_entries(args.file, args.format)
+            glossary = store.create(args.name, args.source.strip().lower(), args.target.strip().lower(),
+                                    parse_entries(text, fmt))
+            print(f"{glossary.id}  {glossary.name}  {glossary.source_lang}->{glossary.target_lang}  "
+                  f"{glossary.entry_count} entries")
+        elif args.glossary_cmd == "list":
+            glossaries = store.list()
+            if not glossaries:
+                print(f"no glossaries in {store.path}; add one with `mtserve glossary add`", file=sys.stderr)
+            for g in glossaries:
+                pair = f"{g.source_lang}->{g.target_lang}"
+                print(f"{g.id}  {g.name:<20} {pair:<8} {g.entry_count:>5} entries  {g.created}")
+        elif args.glossary_cmd == "show":
+            sys.stdout.write(format_entries(store.get(args.id).entries, "tsv"))
+        elif args.glossary_cmd == "remove":
+            if not store.delete(args.id):
+                print(f"mtserve: no glossary with id {args.id!r}; see `mtserve glossary list`",
+                      file=sys.stderr)
+                return 2
+            print(f"removed {args.id}")
+    except (GlossaryError, OSError, UnicodeDecodeError, sqlite3.Error) as exc:
+        print(f"mtserve: {exc}", file=sys.stderr)
+        return 2
+    return 0
