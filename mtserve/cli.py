@@ -23,7 +23,10 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
                   "max_batch_size", "batch_type", "max_queue_delay_ms", "inter_threads", "num_beams",
                   "compute_type", "onnx_inter_op_threads", "onnx_graph_optimization",
                   # quality: terminology and output checks
-                  "glossary_file", "guardrails")
+                  "glossary_file", "guardrails",
+                  # GPUs: the vllm engine, llama.cpp offload, the device of vllm and ctranslate2
+                  "device", "gpu_layers", "gpu_memory_utilization", "max_num_seqs", "max_model_len",
+                  "dtype", "quantization", "sampling")
 SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
                  "api_keys", "require_api_key", "anonymous_rpm", "cors_origins", "shutdown_grace_s")
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",

@@ -1,4 +1,5 @@
-"""``mtserve convert``: a Hugging Face seq2seq directory to ONNX or CTranslate2, FP32 or INT8.
+"""``mtserve convert``: a Hugging Face seq2seq directory to ONNX or CTranslate2, FP32 or INT8;
+a GGUF LLM to a Hugging Face directory (``--to hf``) for the vllm engine.
 
 The output directory is complete on its own: the model files, the tokenizer,
 and ``mtserve.json`` (format, family, languages, special ids, how it was
@@ -11,6 +12,14 @@ with past key/values. INT8 is either dynamic (weights quantized ahead,
 activations at run time) or static (activations too, with ranges calibrated
 by running the FP32 model over sentences from ``--calibration``), in QDQ or
 QOperator format. CTranslate2: its own converter, with int8 weights or not.
+
+GGUF to Hugging Face (``--to hf``): transformers reads the GGUF file
+(``from_pretrained(dir, gguf_file=...)``, which dequantizes the weights; it needs the
+``gguf`` package of ``mtserve[baseline]``) and ``save_pretrained`` writes the model as
+safetensors (bfloat16 unless ``--dtype`` says otherwise) and the tokenizer, the GGUF's
+chat template included. ``mtserve.json`` records the prompt family and the registry
+name, so the vllm engine uses the same prompt template and recommended sampling as
+llama.cpp did. Offline: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -40,7 +49,8 @@ from mtserve.engines.seq2seq import (
 
 log = logging.getLogger(__name__)
 
-TARGETS = ("onnx", "ctranslate2")
+TARGETS = ("onnx", "ctranslate2", "hf")
+HF_DTYPES = ("bfloat16", "float16", "float32")
 QUANTIZATIONS = ("int8",)
 QUANT_FORMATS = ("qdq", "qoperator")
 CALIBRATION_MAX_SENTENCES = 200  # MinMax ranges settle long before this
@@ -82,7 +92,7 @@ class Quantization:
 class ConversionReport:
     out: Path
     target: str
-    spec: ModelSpec
+    spec: ModelSpec | None  # None for --to hf (an LLM, not a seq2seq model)
     quantization: dict[str, Any] | None
     seconds: float
     files: dict[str, int] = field(default_factory=dict)  # name -> bytes
@@ -98,11 +108,18 @@ def convert(
     calibration_pair: tuple[str, str] | None = None,
     force: bool = False,
     threads: int = 1,
+    dtype: str = "bfloat16",
 ) -> ConversionReport:
-    """Convert ``model_dir`` (a Hugging Face seq2seq directory) for the ``target`` engine."""
-    model_dir, out = Path(model_dir).expanduser(), Path(out).expanduser()
+    """Convert ``model_dir`` (a Hugging Face seq2seq directory) for the ``target`` engine,
+    or, for ``target="hf"``, a GGUF file (a path or a registry name) to a Hugging Face directory."""
     if target not in TARGETS:
         raise ConversionError(f"--to must be one of {', '.join(TARGETS)}, got {target!r}")
+    if target == "hf":
+        static = quantization is not None and (quantization.static or quantization.calibration)
+        if quantize is not None or static:
+            raise ConversionError("--to hf writes unquantized weights; --quantize and --static do not apply")
+        return gguf_to_hf(model_dir, out, force=force, dtype=dtype)
+    model_dir, out = Path(model_dir).expanduser(), Path(out).expanduser()
     if quantize not in (None, *QUANTIZATIONS):
         raise ConversionError(f"--quantize must be one of {', '.join(QUANTIZATIONS)}, got {quantize!r}")
     quantization = quantization or Quantization()
@@ -398,17 +415,114 @@ def _to_ctranslate2(model_dir: Path, staging: Path, quantize: str | None) -> dic
     return {"method": "weights", "type": quantize} if quantize else None
 
 
+# --- GGUF to Hugging Face --------------------------------------------------------------------------
+def resolve_gguf(source: Path | str, models_dir: Path | None = None) -> tuple[Path, str | None, str]:
+    """(GGUF path, registry name or None, prompt family) for a path or a registry name."""
+    from mtserve.models.registry import known_models
+    from mtserve.models.store import ModelStore, ModelStoreError, guess_family
+
+    registry = known_models()
+    if str(source) in registry:
+        if models_dir is None:
+            from mtserve.settings import Settings
+
+            models_dir = Settings().models_dir
+        try:
+            resolved = ModelStore(models_dir).resolve(str(source))
+        except ModelStoreError as exc:
+            raise ConversionError(str(exc)) from None
+        return resolved.path, str(source), resolved.family
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise ConversionError(f"--to hf converts a GGUF file or a registry model name; {source} is neither")
+    if path.suffix.lower() != ".gguf":
+        raise ConversionError(f"--to hf converts a GGUF file; {path} is not one (no .gguf suffix)")
+    name = next((entry.name for entry in registry.values() if entry.file == path.name), None)
+    return path.resolve(), name, registry[name].family if name else guess_family(path.name)
+
+
+def gguf_to_hf(
+    source: Path | str, out: Path, *, force: bool = False, dtype: str = "bfloat16",
+    models_dir: Path | None = None,
+) -> ConversionReport:
+    """A GGUF LLM to a Hugging Face directory (weights dequantized to ``dtype``) for --engine vllm."""
+    out = Path(out).expanduser()
+    if dtype not in HF_DTYPES:
+        raise ConversionError(f"--dtype must be one of {', '.join(HF_DTYPES)}, got {dtype!r}")
+    path, registry_name, family = resolve_gguf(source, models_dir)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ConversionError(f"{out} exists and is not empty; pick another --out or add --force")
+    try:
+        import gguf  # noqa: F401 - transformers needs it to read the file
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise ConversionError(
+            f"--to hf needs torch, transformers and gguf ({exc}); install them with "
+            "`pip install 'mtserve[baseline]'`"
+        ) from None
+    from packaging.version import Version
+
+    dtype_key = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+    started = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        where = dict(gguf_file=path.name, local_files_only=True)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), **where)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(path.parent), **where, **{dtype_key: getattr(torch, dtype)}
+            )
+        except (ValueError, KeyError, NotImplementedError) as exc:  # e.g. an architecture it cannot read
+            raise ConversionError(
+                f"transformers cannot convert {path.name}: {exc}. Download the model's original "
+                "Hugging Face checkpoint instead (for example tencent/Hunyuan-MT-7B), or serve the GGUF "
+                "file with --engine llamacpp"
+            ) from None
+        model.save_pretrained(str(staging), safe_serialization=True)
+        tokenizer.save_pretrained(str(staging))
+        del model
+        manifest = {
+            "format": "huggingface",
+            "family": family,
+            "registry_name": registry_name,
+            "model_name": registry_name or path.stem,
+            "source_gguf": str(path),
+            "dtype": dtype,
+            "created_by": f"mtserve {__version__}",
+        }
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    files = {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
+    return ConversionReport(out, "hf", None, {"method": "dequantized", "dtype": dtype},
+                            time.perf_counter() - started, files)
+
+
 # --- the command ---------------------------------------------------------------------------------
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "convert",
-        help="convert a Hugging Face seq2seq model directory to ONNX or CTranslate2",
+        help="convert a Hugging Face seq2seq model directory to ONNX or CTranslate2, or a GGUF LLM to "
+        "a Hugging Face directory",
         description="Convert a Marian/opus-mt, NLLB or M2M100 directory for --engine onnx or "
-        "--engine ctranslate2, in FP32 or INT8. The output directory is all the "
-        "engine needs: serve it with `mtserve serve --engine ENGINE --model OUT`.",
+        "--engine ctranslate2, in FP32 or INT8; or (--to hf) a GGUF LLM file, or a registry model "
+        "name, to a Hugging Face directory for --engine vllm (dequantized). The output directory is "
+        "all the engine needs: serve it with `mtserve serve --engine ENGINE --model OUT`.",
     )
-    parser.add_argument("model_dir", type=Path, help="Hugging Face model directory (config.json + weights)")
-    parser.add_argument("--to", required=True, choices=TARGETS, help="the engine to convert for")
+    parser.add_argument("model_dir", type=Path,
+                        help="Hugging Face model directory (config.json + weights); for --to hf a .gguf "
+                        "file or a registry model name")
+    parser.add_argument("--to", required=True, choices=TARGETS,
+                        help="the engine to convert for: onnx, ctranslate2, or hf (Hugging Face, for vllm)")
+    parser.add_argument("--dtype", choices=HF_DTYPES, default="bfloat16",
+                        help="--to hf: the dtype the dequantized weights are saved in (default bfloat16)")
     parser.add_argument("--out", required=True, type=Path, help="output directory (created)")
     parser.add_argument(
         "--quantize",
@@ -476,11 +590,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
             calibration_pair=pair,
             force=args.force,
             threads=args.threads or os.cpu_count() or 1,
+            dtype=args.dtype,
         )
     except ConversionError as exc:
         print(f"mtserve: {exc}", file=sys.stderr)
         return 2
     size = sum(report.files.values())
+    if report.spec is None:  # --to hf
+        print(f"{args.model_dir}: Hugging Face {args.dtype}, {size / 1e6:,.1f} MB in {report.seconds:.1f} s "
+              f"-> {report.out}")
+        print(f"serve it on a CUDA GPU: mtserve serve --engine vllm --model {report.out}")
+        return 0
     kind = "FP32" if report.quantization is None else f"INT8 ({report.quantization['method']})"
     print(
         f"{report.spec.model_name} ({report.spec.family}, {'/'.join(report.spec.sources)} -> "

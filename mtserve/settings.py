@@ -39,13 +39,13 @@ class Settings(BaseSettings):
     # --- model and engine --------------------------------------------------
     model: str = Field(
         "qwen2.5-coder-1.5b-instruct-q4_k_m",
-        description="Model name from the store, a path to a local GGUF file, or (seq2seq "
+        description="Model name from the store, a path to a local GGUF file, or (seq2seq and vllm "
         "engines) a model directory.",
     )
     engine: str = Field(
         "llamacpp",
-        description="Engine: llamacpp (GGUF LLMs), or for seq2seq NMT model directories "
-        "transformers, onnx, ctranslate2.",
+        description="Engine: llamacpp (GGUF LLMs), vllm (Hugging Face LLM directories on a CUDA GPU), "
+        "or for seq2seq NMT model directories transformers, onnx, ctranslate2.",
     )
     threads: int = Field(
         default_factory=_default_threads,
@@ -67,6 +67,39 @@ class Settings(BaseSettings):
     max_output_tokens: int = Field(
         512, description="Hard cap on generated tokens per segment."
     )
+    gpu_layers: int = Field(
+        0, description="llama.cpp: model layers offloaded to the GPU (0 = CPU only, 999 = all, -1 = "
+        "llama.cpp's own default); offload needs a CUDA build of xllamacpp."
+    )
+    device: str = Field(
+        "auto", description="Device for the vllm and ctranslate2 engines: auto (CUDA when a GPU is "
+        "present), cpu, cuda. vllm needs cuda."
+    )
+
+    # --- GPU: the vllm engine ------------------------------------------------
+    gpu_memory_utilization: float = Field(
+        0.9, description="vllm: fraction of the GPU's memory vLLM may take for weights and KV cache."
+    )
+    max_num_seqs: int = Field(
+        64, description="vllm: sequences decoded at once (continuous batching); the scheduler keeps "
+        "this many segments in flight."
+    )
+    max_model_len: int = Field(
+        4096, description="vllm: context length per sequence (prompt + output tokens); bounds KV-cache "
+        "memory."
+    )
+    dtype: str = Field(
+        "auto", description="vllm: weight and activation dtype: auto (the model's), bfloat16, float16, "
+        "float32."
+    )
+    quantization: str = Field(
+        "", description="vllm: '' (none: as the checkpoint is), fp8 (weights quantized at load), awq or "
+        "gptq (checkpoints quantized that way)."
+    )
+    sampling: str = Field(
+        "greedy", description="vllm: greedy (deterministic), or model: the registry's recommended sampling "
+        "for the model (Hunyuan-MT: top_k 20, top_p 0.6, repetition_penalty 1.05, temperature 0.7)."
+    )
 
     # --- seq2seq engines and the dynamic batcher -----------------------------
     max_batch_size: int = Field(
@@ -87,7 +120,7 @@ class Settings(BaseSettings):
     num_beams: int = Field(1, description="Seq2seq beam size (1 = greedy, batch-invariant).")
     compute_type: str = Field(
         "default", description="CTranslate2 compute type: default (as converted), int8, "
-        "int8_float32, float32."
+        "int8_float32, float32; on a GPU also float16, bfloat16, int8_float16."
     )
     onnx_inter_op_threads: int = Field(
         1, description="ONNX Runtime inter-op threads (above 1 runs independent graph branches "

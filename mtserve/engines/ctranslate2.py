@@ -5,6 +5,9 @@ Python side only maps ids to tokens and back. ``inter_threads`` translators
 run batches in parallel, each with ``threads // inter_threads`` cores; the
 scheduler keeps that many batches in flight. The compute type is chosen at
 load time: ``default`` keeps the type the model was converted to.
+
+``device``: ``cpu``, ``cuda`` (CTranslate2's PyPI wheels carry CUDA kernels; they need
+the CUDA 12 cuBLAS/cuDNN libraries), or ``auto``: CUDA when CTranslate2 sees a GPU.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Any
 from mtserve.engines.base import EngineError
 from mtserve.engines.seq2seq import EncodedRequest, Generated, Sampling, Seq2SeqEngine, strip_output
 
-COMPUTE_TYPES = ("default", "auto", "int8", "int8_float32", "int16", "float32")
+COMPUTE_TYPES = ("default", "auto", "int8", "int8_float32", "int16", "float32",
+                 "float16", "bfloat16", "int8_float16", "int8_bfloat16")  # the last four: GPU types
+DEVICES = ("auto", "cpu", "cuda")
 SAMPLING_TOP_K = 50
 
 _ct2_rng = threading.Lock()  # CTranslate2's random seed is process-wide
@@ -26,11 +31,15 @@ _ct2_rng = threading.Lock()  # CTranslate2's random seed is process-wide
 class CTranslate2Engine(Seq2SeqEngine):
     name = "ctranslate2"
 
-    def __init__(self, model_dir: Path, *, compute_type: str = "default", **kwargs: Any):
+    def __init__(self, model_dir: Path, *, compute_type: str = "default", device: str = "cpu", **kwargs: Any):
         super().__init__(model_dir, **kwargs)
         if compute_type not in COMPUTE_TYPES:
             raise ValueError(f"compute type must be one of {COMPUTE_TYPES}, got {compute_type!r}")
+        if device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
         self.compute_type = compute_type
+        self.device = device  # as asked; ``resolved_device`` once loaded
+        self.resolved_device: str | None = None
         self._translator: Any = None
         self._suppress: list[list[str]] | None = None
 
@@ -42,9 +51,10 @@ class CTranslate2Engine(Seq2SeqEngine):
                 f"{self.model_dir} holds no CTranslate2 model; make one with "
                 f"`mtserve convert MODEL_DIR --to ctranslate2 --out {self.model_dir}`"
             )
+        self.resolved_device = resolve_device(self.device, ctranslate2.get_cuda_device_count())
         self._translator = ctranslate2.Translator(
             str(self.model_dir),
-            device="cpu",
+            device=self.resolved_device,
             compute_type=self.compute_type,
             inter_threads=self.inter_threads,
             intra_threads=max(1, self.threads // self.inter_threads),
@@ -95,3 +105,15 @@ class CTranslate2Engine(Seq2SeqEngine):
                 out.finish_reason = "cancelled"
             generated.append(out)
         return generated
+
+
+def resolve_device(requested: str, cuda_devices: int) -> str:
+    """``auto`` is CUDA when CTranslate2 sees a GPU, else the CPU; ``cuda`` without one is an error."""
+    if requested == "auto":
+        return "cuda" if cuda_devices > 0 else "cpu"
+    if requested == "cuda" and cuda_devices == 0:
+        raise EngineError(
+            "device 'cuda': CTranslate2 sees no CUDA GPU here (get_cuda_device_count() is 0); "
+            "use --device cpu or auto"
+        )
+    return requested

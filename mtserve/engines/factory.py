@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 from mtserve.engines.base import Engine
 from mtserve.models.store import ModelStore
 from mtserve.settings import Settings
 from mtserve.text.languages import language_set
 
-ENGINES = ("llamacpp", "transformers", "onnx", "ctranslate2")
+ENGINES = ("llamacpp", "transformers", "onnx", "ctranslate2", "vllm")
 # seq2seq engine -> the model directory format it loads (seq2seq.inspect_model_dir)
 SEQ2SEQ_FORMATS = {"transformers": "huggingface", "onnx": "onnx", "ctranslate2": "ctranslate2"}
 FORMAT_ENGINES = {"huggingface": "transformers", "onnx": "onnx", "ctranslate2": "ctranslate2",
@@ -27,6 +28,8 @@ def create_engine(settings: Settings) -> Engine:
         )
     if settings.engine in SEQ2SEQ_FORMATS:
         return create_seq2seq_engine(settings)
+    if settings.engine == "vllm":
+        return create_vllm_engine(settings)
     if Path(settings.model).expanduser().is_dir():
         raise EngineConfigError(_mismatch("llamacpp", Path(settings.model).expanduser()))
     resolved = ModelStore(settings.models_dir).resolve(settings.model)
@@ -50,8 +53,48 @@ def create_engine(settings: Settings) -> Engine:
             ctx_per_slot=settings.ctx_per_slot,
             max_output_tokens=settings.max_output_tokens,
             prompt_cache_ram_mib=settings.prompt_cache_ram_mib,
+            gpu_layers=settings.gpu_layers,
         )
     raise AssertionError("unreachable")
+
+
+def create_vllm_engine(
+    settings: Settings,
+    *,
+    cuda_probe: Callable[[], bool] | None = None,
+    importer: Callable[[str], Any] | None = None,
+) -> Engine:
+    """The vllm engine over a Hugging Face directory (or model id) in ``settings.model``.
+
+    The checks go from what the user can fix in the command to what the machine lacks: the
+    model (a GGUF file is refused with the conversion command), then the GPU, then vLLM.
+    ``cuda_probe`` and ``importer`` stand in for the GPU and for ``import vllm`` in tests.
+    """
+    from mtserve.engines import vllm
+    from mtserve.models.registry import known_models, sampling_defaults
+
+    try:
+        model = vllm.resolve_model(settings.model, known_models())
+        vllm.select_device(settings.device, cuda_probe or vllm.cuda_available)
+        vllm.require_vllm(importer)
+        entry = known_models().get(model.registry_name or "")
+        return vllm.VllmEngine(
+            model.source,
+            model_name=model.name,
+            family=model.family,
+            languages=entry.languages if entry else tuple(
+                language_set("hunyuan" if model.family != "qwen" else "qwen")),
+            max_num_seqs=settings.max_num_seqs,
+            max_model_len=settings.max_model_len,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            dtype=settings.dtype,
+            quantization=settings.quantization,
+            max_output_tokens=settings.max_output_tokens,
+            sampling=settings.sampling,
+            model_sampling=sampling_defaults(model.registry_name, model.family),
+        )
+    except ValueError as exc:  # VllmConfigError, and bad values of the vllm settings
+        raise EngineConfigError(str(exc)) from None
 
 
 def create_seq2seq_engine(settings: Settings) -> Engine:
@@ -91,7 +134,7 @@ def create_seq2seq_engine(settings: Settings) -> Engine:
                               graph_optimization=settings.onnx_graph_optimization, **common)
         from mtserve.engines.ctranslate2 import CTranslate2Engine
 
-        return CTranslate2Engine(path, compute_type=settings.compute_type, **common)
+        return CTranslate2Engine(path, compute_type=settings.compute_type, device=settings.device, **common)
     except (ModelDirError, ValueError) as exc:
         raise EngineConfigError(str(exc)) from None
 
@@ -115,6 +158,8 @@ def _mismatch(engine: str, path: Path, found: str | None = None) -> str:
         "gguf": "a GGUF file",
     }.get(found, "not a model mtserve recognizes")
     message = f"engine {engine!r} cannot load {path}: it is {what}"
+    if found == "huggingface" and not _is_encoder_decoder(path):
+        return f"{message} of a decoder-only LLM; serve it with --engine vllm on a CUDA GPU"
     if found == "huggingface" and engine in ("onnx", "ctranslate2"):
         return (f"{message}. Convert it first: `mtserve convert {path} --to {engine} --out {path}-{engine}`, "
                 "or serve it as it is with --engine transformers")
@@ -123,3 +168,12 @@ def _mismatch(engine: str, path: Path, found: str | None = None) -> str:
     if found in FORMAT_ENGINES:
         return f"{message}; use --engine {FORMAT_ENGINES[found]}"
     return f"{message}. {_how_to_get(engine)}"
+
+
+def _is_encoder_decoder(path: Path) -> bool:
+    import json
+
+    try:
+        return bool(json.loads((path / "config.json").read_text(encoding="utf-8")).get("is_encoder_decoder"))
+    except (OSError, ValueError, AttributeError):
+        return True  # unreadable: say nothing about vllm

@@ -66,6 +66,7 @@ class LlamaCppEngine:
         cache_prompt: bool = True,
         prompt_cache_ram_mib: int = 64,
         queue_ahead: int = 0,  # measured no win (BENCHMARKS.md); kept for engine_tuning experiments
+        gpu_layers: int = 0,  # layers offloaded to the GPU; needs a CUDA build of xllamacpp
     ):
         self.model_path = Path(model_path)
         self.model_name = model_name
@@ -88,6 +89,7 @@ class LlamaCppEngine:
         self._overrides = dict(param_overrides or {})
         self._cache_prompt = cache_prompt  # off only to measure what the shared-prefix cache saves
         self._prompt_cache_ram_mib = prompt_cache_ram_mib
+        self._gpu_layers = gpu_layers
         self._server: Any = None
         self._lock = threading.Lock()
         self._local = threading.local()  # per calling thread: llama.cpp's timings of its last request
@@ -102,6 +104,9 @@ class LlamaCppEngine:
         params.model.path = str(self.model_path)
         params.n_parallel = self.slots
         params.n_ctx = self._ctx_per_slot * self.slots
+        # 0: CPU only; 999: every layer; -1: llama.cpp's own default. A CPU-only build of
+        # xllamacpp (the PyPI wheel) ignores it.
+        params.n_gpu_layers = self._gpu_layers
         params.cpuparams.n_threads = self._threads
         params.cpuparams_batch.n_threads = self._batch_threads
         params.cache_prompt = self._cache_prompt

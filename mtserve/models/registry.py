@@ -50,6 +50,9 @@ class ModelEntry:
     sha256: str | None = None
     default: bool = False
     extra: dict = field(default_factory=dict)
+    # the model's recommended sampling ([model.sampling]: temperature, top_k, top_p, min_p,
+    # repetition_penalty), used when MTSERVE_SAMPLING=model; greedy decoding otherwise
+    sampling: dict[str, float] = field(default_factory=dict)
 
 
 def _parse(raw: dict) -> ModelEntry:
@@ -73,7 +76,21 @@ def _parse(raw: dict) -> ModelEntry:
         size=raw.get("size"),
         sha256=raw.get("sha256"),
         default=bool(raw.get("default", False)),
+        sampling=_parse_sampling(raw),
     )
+
+
+SAMPLING_KEYS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty")
+
+
+def _parse_sampling(raw: dict) -> dict[str, float]:
+    table = raw.get("sampling", {})
+    unknown = sorted(set(table) - set(SAMPLING_KEYS))
+    if unknown:
+        raise ValueError(
+            f"model {raw['name']!r}: unknown sampling keys {unknown}; use {', '.join(SAMPLING_KEYS)}"
+        )
+    return {key: (int(value) if key == "top_k" else float(value)) for key, value in table.items()}
 
 
 @cache
@@ -82,6 +99,18 @@ def known_models() -> dict[str, ModelEntry]:
         data = tomllib.load(f)
     entries = [_parse(m) for m in data.get("model", [])]
     return {e.name: e for e in entries}
+
+
+def sampling_defaults(name: str | None, family: str) -> dict[str, float]:
+    """The recommended sampling of the model ``name``, or else of the first model of ``family``
+    that has one (a directory converted from, or downloaded as, a model of that family)."""
+    models = known_models()
+    if name in models and models[name].sampling:
+        return dict(models[name].sampling)
+    for entry in models.values():
+        if entry.family == family and entry.sampling:
+            return dict(entry.sampling)
+    return {}
 
 
 def default_model() -> ModelEntry:

@@ -28,3 +28,23 @@ def test_speculative_type_names_exist_in_xllamacpp():
     xllamacpp = pytest.importorskip("xllamacpp")
     for name in SPECULATIVE_TYPES.values():
         assert hasattr(xllamacpp.common_speculative_type, name)
+
+
+def test_gpu_layers_reach_llama_cpp(monkeypatch, tmp_path):
+    xllamacpp = pytest.importorskip("xllamacpp")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    seen = {}
+
+    def fake_server(params):  # what llama.cpp would be started with
+        seen["n_gpu_layers"] = params.n_gpu_layers
+        seen["n_parallel"] = params.n_parallel
+        return object()
+
+    monkeypatch.setattr(xllamacpp, "Server", fake_server)
+    for layers in (0, 999):
+        engine = LlamaCppEngine(model, model_name="m", family="qwen", languages=("zh", "en"), threads=2,
+                                n_parallel=2, ctx_per_slot=256, max_output_tokens=64, gpu_layers=layers)
+        engine.load()
+        assert seen == {"n_gpu_layers": layers, "n_parallel": 2}
+        engine.close()
