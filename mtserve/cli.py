@@ -31,19 +31,22 @@ SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives"
                  "api_keys", "require_api_key", "anonymous_rpm", "cors_origins", "shutdown_grace_s")
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
                 "files_queue", "files_chunk")  # documents: /translate_file and /jobs
+RAY_FIELDS = ("ray", "ray_address", "ray_min_replicas", "ray_max_replicas", "ray_target_ongoing_requests",
+              "ray_replica_cpus")  # scaling out: mtserve serve --ray
+FLAG_ALIASES = {"ray_address": ("--address",)}  # `mtserve serve --ray --address auto`
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
     group = parser.add_argument_group("settings (each also MTSERVE_<NAME>)")
     for name in names:
         field = Settings.model_fields[name]
-        flag = "--" + name.replace("_", "-")
+        flags = ("--" + name.replace("_", "-"), *FLAG_ALIASES.get(name, ()))
         if field.annotation is bool:
-            group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None,
+            group.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction, default=None,
                                help=field.description)
             continue
         kind = field.annotation if field.annotation in (int, float) else str
-        group.add_argument(flag, dest=name, type=kind, default=None, help=field.description)
+        group.add_argument(*flags, dest=name, type=kind, default=None, help=field.description)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -65,6 +68,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     configure_logging(settings.log_level)
+    if settings.ray:
+        return _serve_on_ray(settings)
     try:
         app = create_app(settings)
     except (ModelStoreError, EngineConfigError) as exc:
@@ -75,9 +80,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal so the
     # previous handler decides the exit; a drained shutdown is a success, so exit 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None,
+    # The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
+    # and httptools) must not change the server that the tests and benchmarks measured.
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, loop="asyncio", http="h11",
                 timeout_graceful_shutdown=settings.shutdown_grace_s)
     return 0
+
+
+def _serve_on_ray(settings: Settings) -> int:
+    from mtserve.deploy.ray_serve import RayUnavailable, autoscaling_config, run
+
+    try:
+        autoscaling_config(settings)  # bad replica counts are a usage error, before Ray starts
+        return run(settings)
+    except (RayUnavailable, ValueError) as exc:
+        print(f"mtserve: {exc}", file=sys.stderr)
+        return 2
 
 
 def _read_lines(stream) -> Iterator[str]:
@@ -226,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve the WebUI and the API")
-    _add_setting_flags(serve, SERVER_FIELDS + SERVICE_FIELDS + FILES_FIELDS)
+    _add_setting_flags(serve, SERVER_FIELDS + SERVICE_FIELDS + FILES_FIELDS + RAY_FIELDS)
     serve.set_defaults(func=cmd_serve)
 
     translate = commands.add_parser(

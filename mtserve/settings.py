@@ -211,6 +211,23 @@ class Settings(BaseSettings):
         20.0, description="On SIGTERM, how long in-flight requests may take to finish."
     )
 
+    # --- scaling out: Ray Serve (mtserve[ray]) ---------------------------------
+    ray: bool = Field(
+        False, description="Serve through Ray Serve: replicas of the whole service behind Ray's HTTP proxy."
+    )
+    ray_address: str = Field(
+        "", description="Ray cluster to join: '' starts a local one, 'auto' joins the one on this machine, "
+        "ray://HOST:10001 a remote head."
+    )
+    ray_min_replicas: int = Field(1, description="Ray Serve: fewest replicas (each loads the model once).")
+    ray_max_replicas: int = Field(1, description="Ray Serve: most replicas the autoscaler may start.")
+    ray_target_ongoing_requests: float = Field(
+        4.0, description="Ray Serve: ongoing requests per replica the autoscaler aims at."
+    )
+    ray_replica_cpus: float = Field(
+        1.0, description="Ray Serve: CPUs reserved per replica (set it to MTSERVE_THREADS on a real cluster)."
+    )
+
     # --- logging -----------------------------------------------------------
     log_level: str = Field("info", description="Log level: debug, info, warning, error.")
 

@@ -21,7 +21,7 @@ from tests.fakes import FakeEngine
 def serve(engine: FakeEngine, **settings):
     port = free_port()
     app = create_app(Settings(port=port, **settings), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio", http="h11",
                                            lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -130,7 +130,7 @@ def test_not_ready_while_the_model_loads():
     engine = SlowLoading()
     port = free_port()
     app = create_app(Settings(port=port), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio", http="h11"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
@@ -298,7 +298,7 @@ def test_work_cut_by_the_shutdown_grace_period_gets_a_json_503():
     engine = FakeEngine(delay_s=5.0, slots=1)
     port = free_port()
     app = create_app(Settings(port=port), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio", http="h11",
                                            timeout_graceful_shutdown=0.5))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

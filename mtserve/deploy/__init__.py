@@ -1,0 +1,1 @@
+"""Running mtserve beyond one process: Ray Serve replicas (``ray_serve``)."""
