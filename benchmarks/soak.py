@@ -86,6 +86,7 @@ async def soak(url: str, seconds: float, clients: int) -> dict:
     samples.append((time.monotonic() - start, proc.memory_info().rss))
     after_warmup = [rss for t, rss in samples if t >= min(WARMUP_S, seconds / 4)]
     rss_start, rss_end = after_warmup[0], after_warmup[-1]
+    half = [rss for t, rss in samples if t >= seconds / 2]
     return {
         "seconds": round(time.monotonic() - start, 1),
         "clients": clients,
@@ -95,6 +96,8 @@ async def soak(url: str, seconds: float, clients: int) -> dict:
         "rss_end_mb": round(rss_end / 2**20, 1),
         "rss_peak_mb": round(max(r for _, r in samples) / 2**20, 1),
         "growth_pct": round(100 * (rss_end - rss_start) / rss_start, 2),
+        # a leak keeps growing; a bounded cache filling up (llama.cpp's prompt cache) stops
+        "growth_second_half_pct": round(100 * (rss_end - half[0]) / half[0], 2),
         "samples_mb": [(round(t), round(r / 2**20, 1)) for t, r in samples],
     }
 
