@@ -154,31 +154,47 @@ def convert(
         raise ConversionError(f"{out} exists and is not empty; pick another --out or add --force")
 
     started = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        described = None
+    with _staged(out) as staging:
         if target == "onnx":
             described = _to_onnx(model_dir, staging, spec, quantize, quantization, calibration_pair, threads)
         else:
             described = _to_ctranslate2(model_dir, staging, quantize)
-        manifest = {
+        _write_manifest(staging, {
             "format": target,
             "family": spec.family,
             "spec": spec.to_json(),
             "quantization": described,
             "source_model": str(model_dir.resolve()),
-            "created_by": f"mtserve {__version__}",
-        }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        })
+    return ConversionReport(out, target, spec, described, time.perf_counter() - started, _files(out))
+
+
+@contextlib.contextmanager
+def _staged(out: Path) -> Iterator[Path]:
+    """A directory beside ``out`` to convert into: it replaces ``out`` only once complete.
+
+    A failed or interrupted conversion leaves no half-written model behind, and an
+    existing ``out`` (with --force) is kept until the new one is ready.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield staging
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    files = {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
-    return ConversionReport(out, target, spec, described, time.perf_counter() - started, files)
+
+
+def _write_manifest(staging: Path, manifest: dict[str, Any]) -> None:
+    manifest = {**manifest, "created_by": f"mtserve {__version__}"}
+    (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+
+def _files(out: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
 
 
 def _describe_kind(fmt: str) -> str:
@@ -466,9 +482,7 @@ def gguf_to_hf(
 
     dtype_key = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
     started = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with _staged(out) as staging:
         where = dict(gguf_file=path.name, local_files_only=True)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path.parent), **where)
@@ -484,25 +498,16 @@ def gguf_to_hf(
         model.save_pretrained(str(staging), safe_serialization=True)
         tokenizer.save_pretrained(str(staging))
         del model
-        manifest = {
+        _write_manifest(staging, {
             "format": "huggingface",
             "family": family,
             "registry_name": registry_name,
             "model_name": registry_name or path.stem,
             "source_gguf": str(path),
             "dtype": dtype,
-            "created_by": f"mtserve {__version__}",
-        }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    files = {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
+        })
     return ConversionReport(out, "hf", None, {"method": "dequantized", "dtype": dtype},
-                            time.perf_counter() - started, files)
+                            time.perf_counter() - started, _files(out))
 
 
 # --- the command ---------------------------------------------------------------------------------
