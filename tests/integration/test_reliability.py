@@ -6,6 +6,7 @@ Loops are bounded in count and time; traffic goes to 127.0.0.1 only.
 from __future__ import annotations
 
 import asyncio
+import collections
 import signal
 import statistics
 import time
@@ -87,6 +88,9 @@ def test_four_times_capacity_ends_every_request_in_time(small_queue_server):
         if status != 200:
             assert body["error"]
     admitted = sorted(latency for status, latency, _ in results if status == 200)
+    print(f"\noverload: capacity {capacity:.2f} req/s; {len(results)} requests at 4x that: "
+          f"{dict(collections.Counter(statuses))}; slowest admitted {admitted[-1]:.1f} s; "
+          f"/health/live max {max(health) * 1000:.0f} ms, median {statistics.median(health) * 1000:.0f} ms")
     assert admitted[-1] < 30 + 2  # bounded by the deadline, never a hang
     assert max(health) < 2.0 and statistics.median(health) < 0.5
     assert capacity > 0
