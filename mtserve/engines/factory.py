@@ -40,9 +40,7 @@ def create_engine(settings: Settings) -> Engine:
             )
         from mtserve.engines.llamacpp import LlamaCppEngine
 
-        languages = resolved.entry.languages if resolved.entry else tuple(
-            language_set("hunyuan" if resolved.family != "qwen" else "qwen")
-        )
+        languages = llm_languages(resolved.entry, resolved.family)
         return LlamaCppEngine(
             resolved.path,
             model_name=resolved.name,
@@ -82,8 +80,7 @@ def create_vllm_engine(
             model.source,
             model_name=model.name,
             family=model.family,
-            languages=entry.languages if entry else tuple(
-                language_set("hunyuan" if model.family != "qwen" else "qwen")),
+            languages=llm_languages(entry, model.family),
             max_num_seqs=settings.max_num_seqs,
             max_model_len=settings.max_model_len,
             gpu_memory_utilization=settings.gpu_memory_utilization,
@@ -95,6 +92,13 @@ def create_vllm_engine(
         )
     except ValueError as exc:  # VllmConfigError, and bad values of the vllm settings
         raise EngineConfigError(str(exc)) from None
+
+
+def llm_languages(entry, family: str) -> tuple[str, ...]:
+    """An LLM's languages: its registry entry's, else those of its prompt family."""
+    if entry is not None:
+        return entry.languages
+    return tuple(language_set("hunyuan" if family != "qwen" else "qwen"))
 
 
 def create_seq2seq_engine(settings: Settings) -> Engine:
