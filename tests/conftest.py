@@ -50,6 +50,15 @@ def server_log(proc: subprocess.Popen) -> str:
     return proc.log_path.read_text(errors="replace")[-3000:]  # type: ignore[attr-defined]
 
 
+def stop_server(proc: subprocess.Popen, timeout_s: float = 20) -> None:
+    """SIGTERM, which lets the server drain; SIGKILL if it has not exited within ``timeout_s``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float = SERVER_START_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -75,8 +84,4 @@ def live_server(model_path) -> str:
         wait_ready(proc, url)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)

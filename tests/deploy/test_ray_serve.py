@@ -27,7 +27,7 @@ from mtserve.deploy.ray_serve import (
     replica_settings,
 )
 from mtserve.settings import Settings
-from tests.conftest import free_port, server_log, start_server, wait_ready
+from tests.conftest import free_port, server_log, start_server, stop_server, wait_ready
 
 CLUSTER_TIME_BOX_S = 300  # the whole cluster test, start to stop
 
@@ -193,11 +193,7 @@ def test_two_replicas_share_the_load_and_survive_losing_one(model_path):
         assert set(errors) <= {500, 503}, errors
         assert sum(errors.values()) <= 8, errors
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc, timeout_s=60)  # SIGTERM: the exit code is checked below
         for child in children:  # Ray's own processes, if the shutdown left any behind
             try:
                 child.kill()

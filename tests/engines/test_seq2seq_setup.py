@@ -24,7 +24,7 @@ from mtserve.engines.seq2seq import (
     spec_from_hf_dir,
 )
 from mtserve.settings import Settings
-from tests.conftest import free_port, server_log, start_server, wait_ready
+from tests.conftest import free_port, server_log, start_server, stop_server, wait_ready
 
 
 def mtserve(*args: str, stdin: str | None = None, timeout: int = 180) -> subprocess.CompletedProcess:
@@ -299,8 +299,4 @@ def test_serve_onnx_answers_translate_over_http(seq2seq_models, load_engine):
         # the service may tidy whitespace around the raw engine output; the words are the engine's
         assert [g.split() for g in got] == [e.split() for e in expected]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
