@@ -9,7 +9,9 @@ that many calls in flight.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
 
@@ -114,6 +116,14 @@ class BatchingEngine(Engine, Protocol):
         cancels: list[CancelToken | None] | None = None,
     ) -> list[TranslationResult]:
         """Translate the requests together; one result per request, in order."""
+
+
+def log_loaded(engine: Engine, started: float, **details: object) -> None:
+    """The one ``engine_loaded`` log line, with how long ``load`` took since ``started``."""
+    logging.getLogger(type(engine).__module__).info("engine loaded", extra={
+        "event": "engine_loaded", "engine": engine.name, "model": engine.model_name, **details,
+        "load_s": round(time.perf_counter() - started, 2),
+    })
 
 
 def in_flight_capacity(engine: Engine) -> int:

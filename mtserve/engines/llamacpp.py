@@ -28,6 +28,7 @@ from mtserve.engines.base import (
     TranslationRequest,
     TranslationResult,
     default_max_tokens,
+    log_loaded,
 )
 from mtserve.engines.prompts import PromptTemplate, script_grammar, template_for
 
@@ -133,15 +134,7 @@ class LlamaCppEngine:
         started = time.perf_counter()
         with self._lock:
             self._server = xllamacpp.Server(params)
-        log.info(
-            "engine loaded",
-            extra={
-                "event": "engine_loaded",
-                "model": self.model_name,
-                "slots": self.slots,
-                "load_s": round(time.perf_counter() - started, 2),
-            },
-        )
+        log_loaded(self, started, slots=self.slots)
 
     def close(self) -> None:
         with self._lock:

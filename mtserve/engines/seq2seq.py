@@ -36,6 +36,7 @@ from mtserve.engines.base import (
     EngineError,
     TranslationRequest,
     TranslationResult,
+    log_loaded,
 )
 
 log = logging.getLogger(__name__)
@@ -514,15 +515,7 @@ class Seq2SeqEngine:
         started = time.perf_counter()
         self.tokenizer = Seq2SeqTokenizer(self.model_dir, self.spec)
         self._load_model()
-        log.info(
-            "engine loaded",
-            extra={
-                "event": "engine_loaded",
-                "engine": self.name,
-                "model": self.model_name,
-                "load_s": round(time.perf_counter() - started, 2),
-            },
-        )
+        log_loaded(self, started)
 
     def close(self) -> None:
         self.tokenizer = None

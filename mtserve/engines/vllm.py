@@ -71,6 +71,7 @@ from mtserve.engines.base import (
     TranslationRequest,
     TranslationResult,
     default_max_tokens,
+    log_loaded,
 )
 from mtserve.engines.prompts import (
     Messages,
@@ -471,16 +472,7 @@ class VllmEngine:
                 loop.stop()
                 raise
             self._loop = loop
-        log.info(
-            "engine loaded",
-            extra={
-                "event": "engine_loaded",
-                "engine": self.name,
-                "model": self.model_name,
-                "max_num_seqs": self.max_num_seqs,
-                "load_s": round(time.perf_counter() - started, 2),
-            },
-        )
+        log_loaded(self, started, max_num_seqs=self.max_num_seqs)
 
     def close(self) -> None:
         with self._lock:
