@@ -88,11 +88,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _serve_on_ray(settings: Settings) -> int:
-    from mtserve.deploy.ray_serve import RayUnavailable, autoscaling_config, run
+    from mtserve.deploy.ray_serve import RayUnavailable, run
 
     try:
-        autoscaling_config(settings)  # bad replica counts are a usage error, before Ray starts
-        return run(settings)
+        return run(settings)  # bad replica counts (ValueError) are refused before Ray starts
     except (RayUnavailable, ValueError) as exc:
         print(f"mtserve: {exc}", file=sys.stderr)
         return 2

@@ -190,6 +190,7 @@ def run(settings: Settings) -> int:
     serve = _import_serve()
     import ray
 
+    application = build_application(settings)  # bad replica counts fail here, before Ray starts
     started_cluster = not settings.ray_address
     try:
         ray.init(
@@ -203,7 +204,6 @@ def run(settings: Settings) -> int:
             "`ray start` uses token authentication (Ray 2.59+): set RAY_AUTH_MODE=token here, with the "
             "cluster's token in RAY_AUTH_TOKEN or ~/.ray/auth_token"
         ) from None
-    application = build_application(settings)
     serve.start(http_options={"host": settings.host, "port": settings.port})
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
