@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import statistics
 import threading
 import time
@@ -101,6 +102,8 @@ def summary(runs: list[dict]) -> dict:
         "prefill_ms_per_token": round(sum(r.get("prompt_ms", 0) for r in rows)
                                       / max(1, sum(r.get("prompt_n", 0) for r in rows)), 2),
         "draft_accepted": mean("draft_n_accepted"), "draft_n": mean("draft_n"),
+        # outputs with Chinese characters left in: what the guardrails would have to retry
+        "cjk_left": sum(1 for r in rows if re.search(r"[\u3400-\u9fff]", r["text"])),
     }
 
 

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import signal
 import sys
+import typing
 from typing import Iterable, Iterator
 
 from mtserve import __version__
@@ -23,7 +24,7 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
                   "max_batch_size", "batch_type", "max_queue_delay_ms", "inter_threads", "num_beams",
                   "compute_type", "onnx_inter_op_threads", "onnx_graph_optimization",
                   # quality: terminology and output checks
-                  "glossary_file", "guardrails",
+                  "glossary_file", "guardrails", "script_grammar",
                   # GPUs: the vllm engine, llama.cpp offload, the device of vllm and ctranslate2
                   "device", "gpu_layers", "gpu_memory_utilization", "max_num_seqs", "max_model_len",
                   "dtype", "quantization", "sampling")
@@ -43,6 +44,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str]) ->
         flags = ("--" + name.replace("_", "-"), *FLAG_ALIASES.get(name, ()))
         if field.annotation is bool:
             group.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction, default=None,
+                               help=field.description)
+            continue
+        if typing.get_origin(field.annotation) is typing.Literal:
+            group.add_argument(*flags, dest=name, choices=typing.get_args(field.annotation), default=None,
                                help=field.description)
             continue
         kind = field.annotation if field.annotation in (int, float) else str

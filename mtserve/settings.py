@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -158,6 +159,12 @@ class Settings(BaseSettings):
         True,
         description="Check each output (left untranslated, looping, explaining, glossary term missed) "
         "and retry once with a stricter prompt.",
+    )
+    script_grammar: Literal["always", "retry"] = Field(
+        "always",
+        description="llama.cpp: from Chinese, Japanese or Korean into a language written without their "
+        "characters, decode under a grammar that excludes them: on every request (always), or only "
+        "on the guardrails' retry (retry).",
     )
     detect_prior: str = Field(
         "en=3,zh=2",

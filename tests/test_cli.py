@@ -59,3 +59,14 @@ def test_settings_markdown_lists_every_setting():
     assert result.returncode == 0
     for name in Settings.model_fields:
         assert f"`MTSERVE_{name.upper()}`" in result.stdout
+
+
+def test_a_setting_with_fixed_choices_lists_them_and_refuses_others(capsys):
+    from mtserve.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["serve", "--script-grammar", "retry"]).script_grammar == "retry"
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["serve", "--script-grammar", "sometimes"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'sometimes'" in capsys.readouterr().err

@@ -52,6 +52,7 @@ def create_engine(settings: Settings) -> Engine:
             max_output_tokens=settings.max_output_tokens,
             prompt_cache_ram_mib=settings.prompt_cache_ram_mib,
             gpu_layers=settings.gpu_layers,
+            script_grammar=settings.script_grammar,
         )
     raise AssertionError("unreachable")
 

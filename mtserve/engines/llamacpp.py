@@ -44,6 +44,12 @@ SPECULATIVE_TYPES = {
 }
 
 
+# When a translation from a CJK language into one written without CJK characters decodes
+# under the grammar that excludes them: every request ("always"), or only the guardrails'
+# strict retry ("retry"). Measured in QUALITY.md and BENCHMARKS.md.
+SCRIPT_GRAMMAR_MODES = ("always", "retry")
+
+
 class LlamaCppEngine:
     name = "llamacpp"
     prompted = True  # translates through a prompt template: the guardrails' strict retry applies
@@ -68,6 +74,7 @@ class LlamaCppEngine:
         prompt_cache_ram_mib: int = 64,
         queue_ahead: int = 0,  # measured no win (BENCHMARKS.md); kept for engine_tuning experiments
         gpu_layers: int = 0,  # layers offloaded to the GPU; needs a CUDA build of xllamacpp
+        script_grammar: str = "always",
     ):
         self.model_path = Path(model_path)
         self.model_name = model_name
@@ -91,6 +98,10 @@ class LlamaCppEngine:
         self._cache_prompt = cache_prompt  # off only to measure what the shared-prefix cache saves
         self._prompt_cache_ram_mib = prompt_cache_ram_mib
         self._gpu_layers = gpu_layers
+        if script_grammar not in SCRIPT_GRAMMAR_MODES:
+            raise EngineError(f"unknown script_grammar {script_grammar!r}; "
+                              f"use one of {', '.join(SCRIPT_GRAMMAR_MODES)}")
+        self._script_grammar = script_grammar
         self._server: Any = None
         self._lock = threading.Lock()
         self._local = threading.local()  # per calling thread: llama.cpp's timings of its last request
@@ -161,8 +172,9 @@ class LlamaCppEngine:
             body["top_k"] = 1
         if request.seed is not None:
             body["seed"] = request.seed
-        if request.strict and (grammar := script_grammar(request.source, request.target, request.glossary)):
-            body["grammar"] = grammar  # the retry cannot leave source-script words in
+        constrained = request.strict or self._script_grammar == "always"
+        if constrained and (grammar := script_grammar(request.source, request.target, request.glossary)):
+            body["grammar"] = grammar  # no source-script words can be left in
         return body
 
     def translate(

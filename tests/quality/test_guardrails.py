@@ -126,15 +126,35 @@ def test_streaming_applies_the_retry_to_the_final_text(tmp_path):
     assert events[-1].kind == "done" and events[-1].data["translatedText"] == "Fixed."
 
 
-def test_the_strict_retry_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
+def _llamacpp(tmp_path, **kwargs):
     from mtserve.engines.llamacpp import LlamaCppEngine
+
+    return LlamaCppEngine(tmp_path / "m.gguf", model_name="m", family="qwen", languages=("zh", "en"),
+                          threads=1, n_parallel=1, ctx_per_slot=512, max_output_tokens=64, **kwargs)
+
+
+def test_cjk_to_english_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
     from mtserve.engines.prompts import script_grammar
 
-    engine = LlamaCppEngine(tmp_path / "m.gguf", model_name="m", family="qwen", languages=("zh", "en"),
-                            threads=1, n_parallel=1, ctx_per_slot=512, max_output_tokens=64)
+    engine = _llamacpp(tmp_path)  # the default: every request, so the guardrails rarely need to retry
+    first = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en"))
+    retry = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en", strict=True))
+    assert first["grammar"].startswith("root ::= [^") and retry["grammar"] == first["grammar"]
+    assert retry["messages"][0]["content"] != first["messages"][0]["content"]  # the strict system prompt
+    assert "grammar" not in engine.build_request(TranslationRequest("Peking opera.", "en", "zh"))
+    assert script_grammar("en", "zh") is None and script_grammar("zh", "ja") is None
+    assert script_grammar("zh", "en", (("京剧", "京剧"),)) is None  # a required term written in Han
+
+
+def test_script_grammar_retry_keeps_the_grammar_for_the_strict_retry_only(tmp_path):
+    engine = _llamacpp(tmp_path, script_grammar="retry")
     first = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en"))
     retry = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en", strict=True))
     assert "grammar" not in first and retry["grammar"].startswith("root ::= [^")
-    assert retry["messages"][0]["content"] != first["messages"][0]["content"]  # the strict system prompt
-    assert script_grammar("en", "zh") is None and script_grammar("zh", "ja") is None
-    assert script_grammar("zh", "en", (("京剧", "京剧"),)) is None  # a required term written in Han
+
+
+def test_an_unknown_script_grammar_mode_is_refused(tmp_path):
+    from mtserve.engines.base import EngineError
+
+    with pytest.raises(EngineError, match="script_grammar"):
+        _llamacpp(tmp_path, script_grammar="sometimes")
