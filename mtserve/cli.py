@@ -18,7 +18,7 @@ from mtserve import __version__
 from mtserve.settings import Settings, settings_table
 
 SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_slot", "prompt_cache_ram_mib",
-                  "max_output_tokens", "max_queue", "request_timeout_s", "cache_size",
+                  "queue_ahead", "max_output_tokens", "max_queue", "request_timeout_s", "cache_size",
                   "segment_max_chars", "detect_prior", "log_level",
                   # seq2seq engines and the dynamic batcher
                   "max_batch_size", "batch_type", "max_queue_delay_ms", "inter_threads", "num_beams",

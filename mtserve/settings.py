@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     prompt_cache_ram_mib: int = Field(
         64, description="Host RAM llama.cpp may use to keep evicted slot states (MiB); bounds memory."
     )
+    queue_ahead: int = Field(
+        2, ge=0, description="llama.cpp: segments handed to llama.cpp beyond its slots, so a freed slot "
+        "starts the next one in its very next decode step. They wait in llama.cpp's own queue, first "
+        "come first served."
+    )
     max_output_tokens: int = Field(
         512, description="Hard cap on generated tokens per segment."
     )

@@ -51,6 +51,7 @@ def create_engine(settings: Settings) -> Engine:
             ctx_per_slot=settings.ctx_per_slot,
             max_output_tokens=settings.max_output_tokens,
             prompt_cache_ram_mib=settings.prompt_cache_ram_mib,
+            queue_ahead=settings.queue_ahead,
             gpu_layers=settings.gpu_layers,
             script_grammar=settings.script_grammar,
         )

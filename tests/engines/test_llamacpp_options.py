@@ -48,3 +48,19 @@ def test_gpu_layers_reach_llama_cpp(monkeypatch, tmp_path):
         engine.load()
         assert seen == {"n_gpu_layers": layers, "n_parallel": 2}
         engine.close()
+
+
+def test_queue_ahead_keeps_segments_waiting_inside_llama_cpp_beyond_its_slots():
+    assert _engine().max_concurrency == 2 + 2  # the default: two waiting beside two slots
+    assert _engine(queue_ahead=0).max_concurrency == 2
+    assert _engine(queue_ahead=-3).max_concurrency == 2
+
+
+def test_the_queue_ahead_setting_reaches_the_engine(tmp_path):
+    from mtserve.engines.factory import create_engine
+    from mtserve.settings import Settings
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    engine = create_engine(Settings(home=tmp_path, model=str(model), n_parallel=3, queue_ahead=1))
+    assert (engine.slots, engine.max_concurrency) == (3, 4)
