@@ -2,7 +2,8 @@
 
 Each variant is ``name:key=value,...`` over LlamaCppEngine's constructor
 arguments (threads, batch_threads, n_parallel, ctx_per_slot, speculative,
-draft_max, ngram_size) and llama.cpp params as ``p.<dotted.path>=value``.
+draft_max, ngram_size, script_grammar) and llama.cpp params as ``p.<dotted.path>=value``.
+(``queue_ahead`` needs the scheduler, so it is measured between two servers instead.)
 Each round sends every variant the same number of fresh short sentences at
 the given concurrency (threads calling translate), so ratios within a run hold
 on a noisy machine. Prefill and decode times come from llama.cpp's timings.
