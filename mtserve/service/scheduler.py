@@ -3,9 +3,10 @@
 One shared engine serves every request. Each API request opens a *ticket*
 (admission is bounded: a full service refuses at once with ``QueueFull``,
 which the API turns into 503 + Retry-After) and submits its segments to it.
-Workers, as many as the engine has slots, take segments round-robin across
-tickets, so a 200-sentence document gets one slot turn per round like a
-one-line request does, and never blocks it.
+Workers, as many as the engine takes at once (``max_concurrency``: its slots,
+and for llama.cpp ``queue_ahead`` more that wait in its own queue), take
+segments round-robin across tickets, so a 200-sentence document gets one slot
+turn per round like a one-line request does, and never blocks it.
 
 A ticket has a deadline. Past it, or when its owner goes away (client
 disconnect, task cancelled), the ticket closes: its queued segments are
