@@ -59,6 +59,17 @@ def stop_server(proc: subprocess.Popen, timeout_s: float = 20) -> None:
         proc.kill()
 
 
+def metric_value(url: str, sample: str, default: float | None = None) -> float:
+    """One sample from a server's /metrics, e.g. ``name{label="x"}``; ``default`` if it is not
+    there yet (a labelled counter appears with its first increment), else an AssertionError."""
+    for line in httpx.get(f"{url}/metrics", timeout=30).text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.split()[1])
+    if default is None:
+        raise AssertionError(f"{sample} not in /metrics")
+    return default
+
+
 def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float = SERVER_START_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -8,6 +8,8 @@ import re
 import httpx
 import pytest
 
+from tests.conftest import metric_value
+
 pytestmark = pytest.mark.model
 
 TIMEOUT = httpx.Timeout(120.0)
@@ -142,17 +144,10 @@ def test_health_and_metrics(live_server):
 def test_repeated_text_is_served_from_the_cache(live_server):
     q = {"q": "缓存测试的句子。", "source": "zh", "target": "en"}
     first = post(live_server, "/translate", json=q).json()["translatedText"]
-    before = _metric(live_server, "mtserve_cache_hits_total")
+    before = metric_value(live_server, "mtserve_cache_hits_total")
     second = post(live_server, "/translate", json=q).json()["translatedText"]
     assert second == first
-    assert _metric(live_server, "mtserve_cache_hits_total") == before + 1
-
-
-def _metric(url: str, name: str) -> float:
-    for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not in /metrics")
+    assert metric_value(live_server, "mtserve_cache_hits_total") == before + 1
 
 
 @pytest.mark.parametrize(

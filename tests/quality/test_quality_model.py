@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from mtserve.text.chinese import to_simplified
-from tests.conftest import TEST_MODEL
+from tests.conftest import TEST_MODEL, metric_value
 from tests.eval.test_eval import PAIRS, mtserve
 
 pytestmark = pytest.mark.model
@@ -84,10 +84,7 @@ def test_guardrail_metrics_are_exported(live_server):
     assert "mtserve_guardrail_retries" in text and "mtserve_guardrail_unresolved" in text
 
 
-def _untranslated_retries(url: str) -> float:
-    text = httpx.get(f"{url}/metrics", timeout=30).text
-    found = re.search(r'^mtserve_guardrail_retries_total\{reason="untranslated"\} (\S+)$', text, re.MULTILINE)
-    return float(found.group(1)) if found else 0.0
+UNTRANSLATED_RETRIES = 'mtserve_guardrail_retries_total{reason="untranslated"}'
 
 
 def test_words_the_small_model_leaves_in_chinese_come_out_in_english_first_time(live_server):
@@ -96,13 +93,13 @@ def test_words_the_small_model_leaves_in_chinese_come_out_in_english_first_time(
     Without it (``--script-grammar retry``, one slot) the small model answered the second
     sentence "This师傅's technical is excellent."; QUALITY.md has more such words.
     """
-    before = _untranslated_retries(live_server)
+    before = metric_value(live_server, UNTRANSLATED_RETRIES, default=0.0)
     texts = ["团长带领他的团队完成了任务。", "这位师傅的技术很好。", "京剧是一种传统戏剧。"]
     r = post(live_server, json={"q": texts, "source": "zh", "target": "en"})
     assert r.status_code == 200, r.text
     outputs = r.json()["translatedText"]
     assert all(out.strip() and not HAN.search(out) for out in outputs), outputs
-    assert _untranslated_retries(live_server) == before
+    assert metric_value(live_server, UNTRANSLATED_RETRIES, default=0.0) == before
 
 
 def test_eval_in_process_on_a_five_sentence_file(tmp_path, model_path):
