@@ -1,8 +1,10 @@
 """The dynamic batcher: Triton's semantics on top of the scheduler's fair queue.
 
-An engine that decodes many sequences in one call (the seq2seq engines) gets
-batches instead of single segments. A scheduler worker asks ``collect`` for
-its next batch:
+Every engine call goes through it. An engine that decodes many sequences in
+one call (the seq2seq engines) gets batches; one that takes a segment at a
+time (llama.cpp, vLLM) gets the size-1 policy (``DynamicBatcher.one_at_a_time``),
+which is the same loop with batches that are always full and that stream. A
+scheduler worker asks ``collect`` for its next batch:
 
 1. It waits until there is work, then takes the largest batch available now:
    jobs round-robin across tickets (the scheduler's fairness), up to
@@ -29,16 +31,24 @@ import logging
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
-from mtserve.engines.base import BatchingEngine, CancelToken, Engine, TranslationRequest, TranslationResult
-
-if TYPE_CHECKING:
-    from mtserve.service.scheduler import Job
+from mtserve.engines.base import (
+    BatchingEngine,
+    CancelToken,
+    DeltaCallback,
+    Engine,
+    TranslationRequest,
+    TranslationResult,
+)
+from mtserve.service.job import Job
 
 log = logging.getLogger(__name__)
 
-BatchCall = Callable[[list[TranslationRequest], list[CancelToken]], list[TranslationResult]]
+# requests, their cancel tokens, and (for an engine that streams) where each one's deltas go
+BatchCall = Callable[[list[TranslationRequest], list[CancelToken], list[DeltaCallback | None]],
+                     list[TranslationResult]]
+SegmentCall = Callable[[TranslationRequest, CancelToken, DeltaCallback | None], TranslationResult]
 Outcome = TranslationResult | BaseException
 
 
@@ -79,16 +89,26 @@ class DynamicBatcher:
         call: BatchCall,
         policy: BatchPolicy,
         token_count: Callable[[TranslationRequest], int] | None = None,
+        streams: bool = False,
     ):
         if policy.batch_type == "tokens" and token_count is None:
             raise ValueError("a token budget needs token_count")
         self.call = call
         self.policy = policy
         self.token_count = token_count
+        self.streams = streams  # the engine calls each job's on_delta itself, from its thread
         self.in_flight = 0  # batches on the engine now
         self._finished = asyncio.Event()  # set whenever a batch leaves the engine
-        self.batches = 0
-        self.jobs = 0
+
+    @classmethod
+    def one_at_a_time(cls, call: SegmentCall) -> "DynamicBatcher":
+        """The policy of an engine that takes one segment per call and streams it: batches of 1."""
+
+        def single(requests: list[TranslationRequest], cancels: list[CancelToken],
+                   deltas: list[DeltaCallback | None]) -> list[TranslationResult]:
+            return [call(requests[0], cancels[0], deltas[0])]
+
+        return cls(single, BatchPolicy(max_batch_size=1), streams=True)
 
     # --- forming a batch ----------------------------------------------------------------
     def _fill(self, source: JobSource, batch: list[Job], tokens: list[int]) -> bool:
@@ -139,12 +159,11 @@ class DynamicBatcher:
         """One outcome per job, in order: a result, or the exception that job alone failed with."""
         requests = [job.request for job in jobs]
         cancels = [job.cancel for job in jobs]
+        deltas = [_from_thread(loop, job.on_delta) if self.streams else None for job in jobs]
         self.in_flight += 1
-        self.batches += 1
-        self.jobs += len(jobs)
         try:
             try:
-                results = await loop.run_in_executor(executor, self.call, requests, cancels)
+                results = await loop.run_in_executor(executor, self.call, requests, cancels, deltas)
                 if len(results) != len(jobs):
                     raise RuntimeError(f"engine returned {len(results)} results for {len(jobs)} requests")
                 return list(results)
@@ -160,9 +179,9 @@ class DynamicBatcher:
                     extra={"event": "batch_retry", "size": len(jobs), "error": repr(exc)},
                 )
             outcomes: list[Outcome] = []
-            for request, cancel in zip(requests, cancels):
+            for request, cancel, delta in zip(requests, cancels, deltas):
                 try:
-                    [result] = await loop.run_in_executor(executor, self.call, [request], [cancel])
+                    [result] = await loop.run_in_executor(executor, self.call, [request], [cancel], [delta])
                     outcomes.append(result)
                 except asyncio.CancelledError:
                     raise
@@ -174,8 +193,16 @@ class DynamicBatcher:
             self._finished.set()
 
 
+def _from_thread(loop: asyncio.AbstractEventLoop, callback: DeltaCallback | None) -> DeltaCallback | None:
+    """A delta callback the engine's thread may call: it runs ``callback`` on the event loop."""
+    if callback is None:
+        return None
+    return lambda text: loop.call_soon_threadsafe(callback, text)
+
+
 def batcher_for(engine: Engine, max_queue_delay_ms: float) -> DynamicBatcher | None:
-    """A batcher for an engine that batches; None for one that takes segments one at a time."""
+    """Dynamic batching for an engine that batches; None for one that takes segments one at a time
+    (the scheduler then uses ``DynamicBatcher.one_at_a_time``)."""
     if not isinstance(engine, BatchingEngine):
         return None
     policy = BatchPolicy(
@@ -183,8 +210,13 @@ def batcher_for(engine: Engine, max_queue_delay_ms: float) -> DynamicBatcher | N
         max_queue_delay_s=max(0.0, max_queue_delay_ms) / 1000,
         batch_type=engine.batch_type,
     )
+
+    def call(requests: list[TranslationRequest], cancels: list[CancelToken],
+             deltas: list[DeltaCallback | None]) -> list[TranslationResult]:
+        return engine.translate_batch(requests, cancels)  # a batch does not stream
+
     return DynamicBatcher(
-        engine.translate_batch,
+        call,
         policy,
         token_count=engine.batch_cost if policy.batch_type == "tokens" else None,
     )

@@ -13,11 +13,14 @@ disconnect, task cancelled), the ticket closes: its queued segments are
 dropped and its running ones are told to stop through their ``CancelToken``,
 so the engine frees the slot instead of decoding for nobody.
 
-An engine that batches (``translate_batch``) gets a ``DynamicBatcher``: each
-worker then takes a *batch* of jobs, still round-robin across tickets and in
-priority order, formed and held by Triton's rules (see
-``mtserve.service.batcher``), instead of one job. Admission, deadlines and
-cancellation work the same.
+There is one worker loop for every engine. Each worker asks the batcher for
+its next batch, runs it, and settles each member's future. An engine that
+batches (``translate_batch``) gets a ``DynamicBatcher`` whose batches follow
+Triton's rules (see ``mtserve.service.batcher``); one that takes a segment at
+a time gets batches of exactly one job that stream their deltas. Either way
+the jobs come round-robin across tickets and in priority order, and
+admission, deadlines, cancellation, metrics and the engine-dead path are the
+same code.
 """
 
 from __future__ import annotations
@@ -34,19 +37,19 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from mtserve.engines.base import (
-    CancelToken,
     DeltaCallback,
     EngineCancelled,
     EngineDead,
     TranslationRequest,
     TranslationResult,
 )
-from mtserve.service.batcher import DynamicBatcher, Outcome, wait_any
+from mtserve.service.batcher import DynamicBatcher, Outcome, SegmentCall, wait_any
+from mtserve.service.job import Job, SegmentOutcome
 from mtserve.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-EngineCall = Callable[[TranslationRequest, CancelToken, DeltaCallback | None], TranslationResult]
+EngineCall = SegmentCall
 
 
 class QueueFull(RuntimeError):
@@ -61,25 +64,6 @@ class DeadlineExceeded(TimeoutError):
 
 class SchedulerStopped(RuntimeError):
     pass
-
-
-@dataclass
-class SegmentOutcome:
-    result: TranslationResult
-    queue_ms: float
-    engine_ms: float
-
-
-@dataclass(eq=False)
-class Job:
-    request: TranslationRequest
-    ticket: "Ticket"
-    future: asyncio.Future
-    on_delta: DeltaCallback | None
-    cancel: CancelToken = field(default_factory=CancelToken)
-    enqueued_at: float = field(default_factory=time.monotonic)
-    started_at: float | None = None
-    tokens: int | None = None  # source tokens, counted once by a token-budget batcher
 
 
 class Priority(enum.IntEnum):
@@ -138,8 +122,8 @@ class Scheduler:
         on_engine_dead: Callable[[Exception], None] | None = None,
         batcher: DynamicBatcher | None = None,
     ):
-        self._engine_call = engine_call
-        self._batcher = batcher
+        # One worker loop for every engine: a segment-at-a-time engine is a batch policy of size 1.
+        self._batcher = batcher if batcher is not None else DynamicBatcher.one_at_a_time(engine_call)
         self._on_engine_dead = on_engine_dead
         self._running: set[Job] = set()  # across all tickets, closed ones included
         self.concurrency = max(1, concurrency)
@@ -159,8 +143,7 @@ class Scheduler:
     # --- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="engine")
-        worker = self._worker if self._batcher is None else self._batch_worker
-        self._workers = [asyncio.create_task(worker(i)) for i in range(self.concurrency)]
+        self._workers = [asyncio.create_task(self._worker(i)) for i in range(self.concurrency)]
 
     def longest_running_s(self) -> float:
         """How long the oldest segment still in the engine has been there (the hang watchdog reads it)."""
@@ -240,9 +223,7 @@ class Scheduler:
             return
         ticket.closed = True
         for job in ticket.pending:
-            if not job.future.done():
-                job.future.set_exception(reason)
-                job.future.exception()  # mark retrieved: nobody may be awaiting it
+            job.fail(reason)
         ticket.pending.clear()
         for job in ticket.running:
             job.cancel.cancel()
@@ -288,75 +269,10 @@ class Scheduler:
     async def _worker(self, index: int) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            job = self._next_job()
-            if job is None:
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            if job.ticket.remaining_s <= 0:
-                job.future.set_exception(DeadlineExceeded("the request's deadline passed while queued"))
-                job.future.exception()
-                continue
-            await self._run(loop, job)
-
-    async def _run(self, loop: asyncio.AbstractEventLoop, job: Job) -> None:
-        ticket = job.ticket
-        ticket.running.add(job)
-        self._running.add(job)
-        started = job.started_at = time.monotonic()
-        queue_s = started - job.enqueued_at
-        on_delta = None
-        if job.on_delta is not None:
-            user_cb = job.on_delta
-
-            def on_delta(text: str) -> None:  # engine thread -> event loop
-                loop.call_soon_threadsafe(user_cb, text)
-
-        self._gauge(running_delta=1)
-        try:
-            result = await loop.run_in_executor(self._executor, self._engine_call, job.request, job.cancel, on_delta)
-        except asyncio.CancelledError:
-            job.cancel.cancel()
-            raise
-        except EngineCancelled as exc:
-            if not job.future.done():
-                job.future.set_exception(DeadlineExceeded(str(exc)))
-                job.future.exception()
-        except EngineDead as exc:
-            log.error("engine died", extra={"event": "engine_dead", "error": repr(exc)})
-            if not job.future.done():
-                job.future.set_exception(exc)
-                job.future.exception()
-            if self._on_engine_dead is not None:
-                self._on_engine_dead(exc)
-        except Exception as exc:  # one request's engine failure fails only that request
-            log.warning("engine failed on a segment", extra={"event": "engine_error", "error": repr(exc)})
-            if not job.future.done():
-                job.future.set_exception(exc)
-                job.future.exception()
-        else:
-            engine_s = time.monotonic() - started
-            self._recent_engine_s.append(engine_s)
-            if self.metrics is not None:
-                self.metrics.queue_time.observe(queue_s)
-                self.metrics.engine_time.observe(engine_s)
-                self.metrics.generated_tokens.inc(result.generated_tokens)
-                self.metrics.prompt_tokens.inc(result.prompt_tokens)
-            if not job.future.done():
-                job.future.set_result(SegmentOutcome(result, queue_s * 1000, engine_s * 1000))
-        finally:
-            ticket.running.discard(job)
-            self._running.discard(job)
-            self._gauge(running_delta=-1)
-
-    async def _batch_worker(self, index: int) -> None:
-        loop = asyncio.get_running_loop()
-        assert self._batcher is not None
-        while True:
             jobs = await self._batcher.collect(self)
             live = [job for job in jobs if self._still_wanted(job)]
             if live:
-                await self._run_batch(loop, live)
+                await self._run(loop, live)
 
     def _still_wanted(self, job: Job) -> bool:
         """False, with the job's future failed, when its ticket closed or its deadline passed."""
@@ -367,13 +283,10 @@ class Scheduler:
         else:
             return True
         job.ticket.running.discard(job)
-        if not job.future.done():
-            job.future.set_exception(DeadlineExceeded(reason))
-            job.future.exception()
+        job.fail(DeadlineExceeded(reason))
         return False
 
-    async def _run_batch(self, loop: asyncio.AbstractEventLoop, jobs: list[Job]) -> None:
-        assert self._batcher is not None
+    async def _run(self, loop: asyncio.AbstractEventLoop, jobs: list[Job]) -> None:
         started = time.monotonic()
         for job in jobs:
             job.started_at = started
@@ -382,8 +295,9 @@ class Scheduler:
         try:
             outcomes = await self._batcher.run(loop, self._executor, jobs)
             engine_s = time.monotonic() - started
-            log.debug("batch done", extra={"event": "batch", "size": len(jobs),
-                                           "engine_ms": round(engine_s * 1000, 1)})
+            if len(jobs) > 1:
+                log.debug("batch done", extra={"event": "batch", "size": len(jobs),
+                                               "engine_ms": round(engine_s * 1000, 1)})
             for job, outcome in zip(jobs, outcomes):
                 self._settle(job, outcome, started, engine_s, len(jobs))
         finally:
@@ -403,14 +317,12 @@ class Scheduler:
         cancelled = job.cancel.cancelled or isinstance(outcome, EngineCancelled) or (
             isinstance(outcome, TranslationResult) and outcome.finish_reason == "cancelled")
         if cancelled:
-            job.future.set_exception(DeadlineExceeded("cancelled while decoding"))
-            job.future.exception()
+            job.fail(DeadlineExceeded("cancelled while decoding"))
         elif isinstance(outcome, BaseException):
             if not isinstance(outcome, EngineDead):
                 log.warning("engine failed on a segment",
                             extra={"event": "engine_error", "error": repr(outcome)})
-            job.future.set_exception(outcome)
-            job.future.exception()
+            job.fail(outcome)
         else:
             queue_s = started - job.enqueued_at
             self._recent_engine_s.append(engine_s / batch_size)
@@ -419,7 +331,7 @@ class Scheduler:
                 self.metrics.engine_time.observe(engine_s)
                 self.metrics.generated_tokens.inc(outcome.generated_tokens)
                 self.metrics.prompt_tokens.inc(outcome.prompt_tokens)
-            if job.on_delta is not None and outcome.text:
+            if job.on_delta is not None and outcome.text and not self._batcher.streams:
                 job.on_delta(outcome.text)  # a batch does not stream: the whole text, once
             job.future.set_result(SegmentOutcome(outcome, queue_s * 1000, engine_s * 1000))
 
