@@ -19,11 +19,13 @@ from mtserve.engines.base import (
     EngineError,
     TranslationRequest,
     TranslationResult,
+    every_pair,
 )
 
 
 class FakeEngine:
     name = "fake"
+    prompted = False  # no prompt: the guardrails' strict retry does not apply
 
     def __init__(self, *, delay_s: float = 0.0, slots: int = 2, fail_on: str | None = None,
                  delays: dict[str, float] | None = None,
@@ -46,6 +48,9 @@ class FakeEngine:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.peak_in_flight = 0
+
+    def supports(self, source: str, target: str) -> bool:
+        return every_pair(self.languages, source, target)
 
     def load(self) -> None:
         time.sleep(self.load_delay_s)

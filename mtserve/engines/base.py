@@ -74,10 +74,18 @@ DeltaCallback = Callable[[str], None]
 
 @runtime_checkable
 class Engine(Protocol):
+    """What every engine declares and does. Capabilities are declared, never probed."""
+
     name: str  # "llamacpp", "onnx", ...
     model_name: str
     languages: tuple[str, ...]
     max_concurrency: int
+    # Translates by prompting an LLM: a stricter prompt can be retried (the guardrails), and
+    # prompts can carry glossary terms and examples.
+    prompted: bool
+
+    def supports(self, source: str, target: str) -> bool:
+        """Whether the model translates ``source`` -> ``target`` (a Marian model has one direction)."""
 
     def load(self) -> None:
         """Load weights; slow, called once before the service reports ready."""
@@ -116,6 +124,38 @@ class BatchingEngine(Engine, Protocol):
         cancels: list[CancelToken | None] | None = None,
     ) -> list[TranslationResult]:
         """Translate the requests together; one result per request, in order."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the loaded model serves, fixed when the engine is built.
+
+    It stays valid while the engine loads or restarts, so the API answers
+    /languages, /health and the like from it without touching the engine.
+    """
+
+    engine: str
+    model: str
+    languages: tuple[str, ...]
+    pairs: frozenset[tuple[str, str]]  # the directions it translates
+    prompted: bool
+
+    @classmethod
+    def of(cls, engine: Engine) -> "ModelInfo":
+        codes = tuple(engine.languages)
+        pairs = frozenset((s, t) for s in codes for t in codes if s != t and engine.supports(s, t))
+        return cls(engine.name, engine.model_name, codes, pairs, bool(engine.prompted))
+
+    def supports(self, source: str, target: str) -> bool:
+        return (source, target) in self.pairs
+
+    def targets(self, source: str) -> list[str]:
+        return [t for t in self.languages if (source, t) in self.pairs]
+
+
+def every_pair(languages: tuple[str, ...], source: str, target: str) -> bool:
+    """``supports`` for a model that translates between any two of its languages (the LLMs)."""
+    return source != target and source in languages and target in languages
 
 
 def log_loaded(engine: Engine, started: float, **details: object) -> None:

@@ -28,6 +28,7 @@ from mtserve.engines.base import (
     TranslationRequest,
     TranslationResult,
     default_max_tokens,
+    every_pair,
     log_loaded,
 )
 from mtserve.engines.prompts import PromptTemplate, script_grammar, template_for
@@ -109,6 +110,9 @@ class LlamaCppEngine:
         self._local = threading.local()  # per calling thread: llama.cpp's timings of its last request
 
     # --- lifecycle ------------------------------------------------------------
+    def supports(self, source: str, target: str) -> bool:
+        return every_pair(self.languages, source, target)
+
     def load(self) -> None:
         import xllamacpp  # heavy native import; only when an engine is really used
 

@@ -484,6 +484,7 @@ class Seq2SeqEngine:
     """Engine and batching surface shared by the transformers, onnx and ctranslate2 engines."""
 
     name = "seq2seq"
+    prompted = False  # a trained translation model: no prompt to make stricter
 
     def __init__(
         self,

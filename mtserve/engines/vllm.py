@@ -71,6 +71,7 @@ from mtserve.engines.base import (
     TranslationRequest,
     TranslationResult,
     default_max_tokens,
+    every_pair,
     log_loaded,
 )
 from mtserve.engines.prompts import (
@@ -452,6 +453,9 @@ class VllmEngine:
         except ImportError:  # releases before the V1 engine
             from vllm import AsyncLLMEngine as AsyncLLM
         return AsyncLLM.from_engine_args(AsyncEngineArgs(**self.engine_args()))
+
+    def supports(self, source: str, target: str) -> bool:
+        return every_pair(self.languages, source, target)
 
     def load(self) -> None:
         started = time.perf_counter()

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 
-from mtserve.engines.base import Engine
+from mtserve.engines.base import Engine, ModelInfo
 from mtserve.engines.factory import create_engine
 from mtserve.service.access import AccessControl, KeyStore
 from mtserve.service.batcher import batcher_for
@@ -39,6 +39,8 @@ class Runtime:
         self.settings = settings
         self.metrics = Metrics()
         self.engine = engine if engine is not None else create_engine(settings)
+        # What the API may know of the engine; valid while it loads or restarts.
+        self.model = ModelInfo.of(self.engine)
         self.restarting = False
         self.restarts = 0
         self.usage_chars = 0  # characters translated through the DeepL API, for /v2/usage
@@ -73,7 +75,7 @@ class Runtime:
 
     async def _load(self) -> None:
         if self._detector is None:
-            self._detector = LanguageDetector(self.engine.languages, parse_prior(self.settings.detect_prior))
+            self._detector = LanguageDetector(self.model.languages, parse_prior(self.settings.detect_prior))
         detector = self._detector
         try:
             await asyncio.gather(asyncio.to_thread(self.engine.load), asyncio.to_thread(detector.warm_up))
@@ -102,7 +104,7 @@ class Runtime:
             await scheduler.stop()
             return
         self.metrics.ready.set(1)
-        log.info("service ready", extra={"event": "ready", "model": self.engine.model_name})
+        log.info("service ready", extra={"event": "ready", "model": self.model.model})
 
     # --- recovery ---------------------------------------------------------------
     def _engine_dead(self, exc: Exception) -> None:

@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
-from mtserve.engines.base import Engine, TranslationRequest
+from mtserve.engines.base import Engine, ModelInfo, TranslationRequest
 from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
 from mtserve.service.glossary import (
@@ -114,30 +114,30 @@ class TranslationService:
         self.cache = cache
         self.detector = detector
         self.metrics = metrics
-        glossary_file = getattr(settings, "glossary_file", None)
+        self.model = ModelInfo.of(engine)
+        glossary_file = settings.glossary_file
         self.glossary_file = GlossaryFile.load(glossary_file) if glossary_file else GlossaryFile()
         self.glossaries = glossaries  # named glossaries, for requests that send a glossary_id
         # The retry is a stricter *prompt*, so it is for engines that translate by prompting an LLM.
-        self.guarded = bool(getattr(settings, "guardrails", True) and getattr(engine, "prompted", False))
+        self.guarded = settings.guardrails and self.model.prompted
 
     # --- languages -------------------------------------------------------------
     @property
     def languages(self) -> tuple[str, ...]:
-        return self.engine.languages
+        return self.model.languages
 
     def check_pair(self, source: str, target: str) -> None:
         supported = self.languages
         for role, code in (("source", source), ("target", target)):
             if code not in supported and not (role == "source" and code == "auto"):
                 raise UnsupportedLanguage(
-                    f"{role} language {code!r} is not supported by model {self.engine.model_name!r}; "
+                    f"{role} language {code!r} is not supported by model {self.model.model!r}; "
                     f"use one of: {', '.join(supported)} (see GET /languages)"
                 )
         # A Marian model knows two languages but translates one direction only.
-        supports = getattr(self.engine, "supports", None)
-        if source != "auto" and supports is not None and not supports(source, target):
+        if source != "auto" and source != target and not self.model.supports(source, target):
             raise UnsupportedLanguage(
-                f"model {self.engine.model_name!r} does not translate {source} -> {target}; "
+                f"model {self.model.model!r} does not translate {source} -> {target}; "
                 f"see GET /languages for the targets of each source"
             )
 
@@ -179,7 +179,7 @@ class TranslationService:
         return _Plan(segments, lambda outputs: join_pieces(pieces, outputs), gaps)
 
     def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None) -> CacheKey:
-        return CacheKey(self.engine.model_name, source, target, "text", segment, canonical(terms or {}))
+        return CacheKey(self.model.model, source, target, "text", segment, canonical(terms or {}))
 
     # --- glossary, scripts, guardrails -------------------------------------------
     def glossary_for(self, source: str, target: str, glossary: dict[str, str] | None) -> dict[str, str]:
@@ -488,8 +488,8 @@ class TranslationService:
 
     def describe(self) -> dict:
         return {
-            "model": self.engine.model_name,
-            "engine": self.engine.name,
+            "model": self.model.model,
+            "engine": self.model.engine,
             "languages": [{"code": c, "name": language_name(c)} for c in self.languages],
         }
 

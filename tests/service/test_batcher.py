@@ -38,6 +38,7 @@ class FakeBatchEngine:
     """Translates a whole batch per call, taking ``delay_s`` per batch whatever its size."""
 
     name = "fake-batch"
+    prompted = False
 
     def __init__(
         self,
@@ -57,6 +58,9 @@ class FakeBatchEngine:
         self.fail_on = fail_on
         self.calls: list[BatchCall] = []
         self._lock = threading.Lock()
+
+    def supports(self, source: str, target: str) -> bool:
+        return source != target and {source, target} <= set(self.languages)
 
     def load(self) -> None:
         pass
