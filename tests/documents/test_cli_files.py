@@ -8,7 +8,7 @@ import io
 import pytest
 
 from mtserve.cli import main
-from mtserve.cli_files import translate_file
+from mtserve.cli.files import translate_file
 from mtserve.settings import Settings
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text

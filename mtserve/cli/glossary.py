@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable, Iterable
+
+from mtserve.cli.common import add_setting_flags, fail, settings_from
 
 FORMAT_BY_SUFFIX = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".json": "json"}
 
 
-def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, Iterable[str]], None]) -> None:
+def add_parser(commands) -> None:
     parser = commands.add_parser("glossary", help="named glossaries: add, list, show, remove",
                                  description="Named glossaries, shared with DeepL's /v2/glossaries and "
                                              "/translate's glossary_id.")
@@ -59,7 +60,6 @@ def _read_entries(file: str, fmt: str | None) -> tuple[str, str]:
 def cmd_glossary(args: argparse.Namespace) -> int:
     import sqlite3
 
-    from mtserve.cli import settings_from
     from mtserve.service.glossary import GlossaryError, GlossaryStore, format_entries, parse_entries
 
     settings = settings_from(args)
@@ -82,11 +82,8 @@ def cmd_glossary(args: argparse.Namespace) -> int:
             sys.stdout.write(format_entries(store.get(args.id).entries, "tsv"))
         elif args.glossary_cmd == "remove":
             if not store.delete(args.id):
-                print(f"mtserve: no glossary with id {args.id!r}; see `mtserve glossary list`",
-                      file=sys.stderr)
-                return 2
+                return fail(f"no glossary with id {args.id!r}; see `mtserve glossary list`")
             print(f"removed {args.id}")
     except (GlossaryError, OSError, UnicodeDecodeError, sqlite3.Error) as exc:
-        print(f"mtserve: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     return 0

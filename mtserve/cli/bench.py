@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mtserve.cli.common import add_setting_flags, settings_from
+
 DESCRIPTION = (
     "Measure requests/s, tokens/s, latency percentiles, time to first token, queue against engine "
     "time, and the server's CPU and peak RSS, for one or more targets, side by side in one run."
@@ -50,7 +52,6 @@ def _scenarios(text: str) -> list[str]:
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
-    from mtserve.cli import _add_setting_flags
 
     bench = commands.add_parser(
         "bench", help="measure throughput and latency of mtserve and its baselines",
@@ -96,7 +97,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     out.add_argument("--label", default="", help="title of the plot")
     out.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_setting_flags(bench, BENCH_SETTING_FIELDS)
+    add_setting_flags(bench, BENCH_SETTING_FIELDS)
     bench.set_defaults(func=cmd_bench)
     return bench
 
@@ -120,7 +121,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from mtserve.bench.runner import Plan, Point, Workloads, execute
     from mtserve.bench.targets import NotLoopback, make_target
     from mtserve.bench.workloads import build_workload
-    from mtserve.cli import settings_from
 
     specs = _target_specs(args)
     if not specs:

@@ -11,13 +11,12 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Callable, Iterable
 
+from mtserve.cli.common import SERVICE_FIELDS, add_setting_flags, fail, settings_from
 from mtserve.settings import Settings
 
 
-def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, Iterable[str]], None],
-               service_fields: tuple[str, ...]) -> None:
+def add_parser(commands) -> None:
     from mtserve.documents.registry import FORMATS  # light: format libraries load on use
 
     extensions = ", ".join(f.extensions[0] for f in FORMATS)
@@ -31,7 +30,7 @@ def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, I
     parser.add_argument("--output", "-o", type=Path, default=None,
                         help="where to write the translation (default: IN.TARGET.EXT next to IN)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and notes")
-    add_setting_flags(parser, service_fields + ("files_chunk",))
+    add_setting_flags(parser, SERVICE_FIELDS + ("files_chunk",))
     parser.set_defaults(func=cmd_translate_file)
 
 
@@ -88,7 +87,6 @@ async def translate_file(settings: Settings, path: Path, source: str, target: st
 
 
 def cmd_translate_file(args: argparse.Namespace) -> int:
-    from mtserve.cli import settings_from
     from mtserve.documents.base import DocumentError
     from mtserve.engines.factory import EngineConfigError
     from mtserve.models.store import ModelStoreError
@@ -97,15 +95,13 @@ def cmd_translate_file(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     if not args.input.is_file():
-        print(f"mtserve: {args.input}: no such file", file=sys.stderr)
-        return 2
+        return fail(f"{args.input}: no such file")
     try:
         written = asyncio.run(translate_file(settings, args.input, args.source, args.target, args.output,
                                              progress=not args.quiet))
     except (DocumentError, ModelStoreError, EngineConfigError, UnsupportedLanguage, DeadlineExceeded,
             ValueError, OSError) as exc:
-        print(f"mtserve: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     except KeyboardInterrupt:
         return 130
     print(written)

@@ -11,15 +11,14 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Callable, Iterable
 
+from mtserve.cli.common import SERVICE_FIELDS, add_setting_flags, settings_from
 from mtserve.settings import Settings
 
 EVAL_REQUEST_TIMEOUT_S = 600.0
 
 
-def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, Iterable[str]], None],
-               service_fields: Iterable[str]) -> argparse.ArgumentParser:
+def add_parser(commands) -> argparse.ArgumentParser:
     from mtserve.eval.datasets import BUILTIN, SPLITS
 
     parser = commands.add_parser(
@@ -53,15 +52,9 @@ def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, I
     parser.add_argument("--min-bleu", type=float, default=None, help="exit 1 if BLEU is below this")
     parser.add_argument("--min-chrf", type=float, default=None, help="exit 1 if chrF is below this")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    add_setting_flags(parser, service_fields)
+    add_setting_flags(parser, SERVICE_FIELDS)
     parser.set_defaults(func=cmd_eval)
     return parser
-
-
-def _settings_from(args: argparse.Namespace) -> Settings:
-    given = {name: value for name, value in vars(args).items()
-             if name in Settings.model_fields and value is not None}
-    return Settings(**given)
 
 
 def _progress(quiet: bool):
@@ -111,7 +104,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 args.request_timeout_s = EVAL_REQUEST_TIMEOUT_S
             if getattr(args, "engine_hang_s", None) is None and "engine_hang_s" in Settings.model_fields:
                 args.engine_hang_s = EVAL_REQUEST_TIMEOUT_S * 2  # nor the watchdog restart a slow engine
-            target = InProcessTarget(_settings_from(args), prompt=args.prompt)
+            target = InProcessTarget(settings_from(args), prompt=args.prompt)
         report = asyncio.run(evaluate(evalset, target, args.worst, _progress(args.quiet)))
     except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
         print(f"mtserve eval: {exc}", file=sys.stderr)

@@ -1,0 +1,33 @@
+"""The ``mtserve`` command: one module per command group, and common flags in ``common``.
+
+serve | translate | translate-file | models | keys | glossary | settings | bench | eval | convert.
+Each module has an ``add_parser(commands)``; importing one is light, since the
+heavy libraries (engines, document formats, sacrebleu) load when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mtserve import __version__
+from mtserve.cli import bench, convert, evaluate, files, glossary, keys, models, serve, settings, translate
+from mtserve.cli.common import settings_from
+
+__all__ = ["build_parser", "main", "settings_from"]
+
+COMMAND_GROUPS = (serve, translate, models, keys, settings, bench, evaluate, convert, files, glossary)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mtserve", description="Self-hosted machine translation.")
+    parser.add_argument("--version", action="version", version=f"mtserve {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for group in COMMAND_GROUPS:
+        group.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+

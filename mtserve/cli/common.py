@@ -1,0 +1,65 @@
+"""What every command shares: the settings flags, generated from the Settings class.
+
+Every setting is also a flag (``--n-parallel 2`` for ``MTSERVE_N_PARALLEL``), so
+flags, environment and defaults are one table. The field groups say which
+settings each command takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import typing
+from typing import Iterable
+
+from mtserve.settings import Settings
+
+SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_slot", "prompt_cache_ram_mib",
+                  "queue_ahead", "max_output_tokens", "max_queue", "request_timeout_s", "cache_size",
+                  "segment_max_chars", "detect_prior", "log_level",
+                  # seq2seq engines and the dynamic batcher
+                  "max_batch_size", "batch_type", "max_queue_delay_ms", "inter_threads", "num_beams",
+                  "compute_type", "onnx_inter_op_threads", "onnx_graph_optimization",
+                  # quality: terminology and output checks
+                  "glossary_file", "guardrails", "script_grammar",
+                  # GPUs: the vllm engine, llama.cpp offload, the device of vllm and ctranslate2
+                  "device", "gpu_layers", "gpu_memory_utilization", "max_num_seqs", "max_model_len",
+                  "dtype", "quantization", "sampling")
+SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
+                 "api_keys", "require_api_key", "anonymous_rpm", "cors_origins", "shutdown_grace_s")
+FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
+                "files_queue", "files_chunk")  # documents: /translate_file and /jobs
+RAY_FIELDS = ("ray", "ray_address", "ray_min_replicas", "ray_max_replicas", "ray_target_ongoing_requests",
+              "ray_replica_cpus")  # scaling out: mtserve serve --ray
+FLAG_ALIASES = {"ray_address": ("--address",)}  # `mtserve serve --ray --address auto`
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
+    group = parser.add_argument_group("settings (each also MTSERVE_<NAME>)")
+    for name in names:
+        field = Settings.model_fields[name]
+        flags = ("--" + name.replace("_", "-"), *FLAG_ALIASES.get(name, ()))
+        if field.annotation is bool:
+            group.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction, default=None,
+                               help=field.description)
+            continue
+        if typing.get_origin(field.annotation) is typing.Literal:
+            group.add_argument(*flags, dest=name, choices=typing.get_args(field.annotation), default=None,
+                               help=field.description)
+            continue
+        kind = field.annotation if field.annotation in (int, float) else str
+        group.add_argument(*flags, dest=name, type=kind, default=None, help=field.description)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    given = {
+        name: value for name, value in vars(args).items()
+        if name in Settings.model_fields and value is not None
+    }
+    return Settings(**given)
+
+
+def fail(message: object) -> int:
+    """Say what went wrong on stderr, in one line, and give the exit status for a usage error."""
+    print(f"mtserve: {message}", file=sys.stderr)
+    return 2

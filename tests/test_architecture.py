@@ -1,0 +1,115 @@
+"""The shape README's architecture section draws, checked: no import cycles, one-way layers.
+
+Imports are read from the source (every ``import``, at module level or inside a
+function, since a lazy import still ties two modules together), so the checks
+cost nothing to run and need no optional dependency installed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mtserve"
+API_FAMILIES = ("libretranslate", "deepl", "openai", "files", "ops")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """The mtserve modules ``path`` imports (``from a.b import c`` counts a.b.c when c is a module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # ``from a.b import c``: the module a.b.c if there is one, else the module a.b itself
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    graph = {}
+    for name, path in found.items():
+        graph[name] = imports_of(path, known) - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for dep in graph.get(node, ()):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_package_has_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_engines_know_nothing_of_the_service_or_http():
+    graph = import_graph()
+    for name, deps in graph.items():
+        if name.startswith("mtserve.engines"):
+            bad = {d for d in deps if d.startswith(("mtserve.service", "mtserve.api", "mtserve.cli"))}
+            assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def test_the_service_knows_nothing_of_http_or_the_cli():
+    graph = import_graph()
+    for name, deps in graph.items():
+        if name.startswith(("mtserve.service", "mtserve.text", "mtserve.documents")):
+            bad = {d for d in deps if d.startswith(("mtserve.api", "mtserve.cli"))}
+            assert not bad, f"{name} imports {sorted(bad)}"
