@@ -40,7 +40,8 @@ from mtserve.text.detect import Detection, LanguageDetector
 from mtserve.text.html import parse_html
 from mtserve.text.languages import language_name
 from mtserve.text.punctuation import has_words, passthrough
-from mtserve.text.segment import Piece, join_pieces, split_text
+from mtserve.text.segment import join_pieces, split_text
+from mtserve.text.spacing import respace_for_target
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,18 @@ class Translation:
 class StreamEvent:
     kind: str  # "detected" | "delta" (raw text) | "segment" (one cleaned segment) | "done"
     data: dict
+
+
+@dataclass
+class _Segment:
+    """One segment of a request, prepared once: its output is known now (cached, passed
+    through), or it carries the engine request that will produce it."""
+
+    gap: str  # what a streaming preview shows before it
+    output: str | None = None
+    request: TranslationRequest | None = None
+    terms: dict[str, str] = field(default_factory=dict)
+    key: CacheKey | None = None  # where the result is cached; None when it must not be
 
 
 @dataclass
@@ -305,47 +318,70 @@ class TranslationService:
             for out, (src, det), alts in zip(outputs, resolved, alt_lists)
         ]
 
-    async def _translate_one(
-        self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
-        temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
-    ) -> str:
+    @staticmethod
+    def _shortcut(text: str, source: str, target: str) -> tuple[str, bool] | None:
+        """(the answer, whether it was converted) when no engine is needed: the same language,
+        blank text, or a change of Chinese script (OpenCC)."""
         if source == target or not text.strip():
-            return text
-        if {source, target} == set(CHINESE):  # a script conversion: OpenCC, not the model
-            return chinese.to_traditional(text) if target == "zt" else chinese.to_simplified(text)
+            return text, False
+        if {source, target} == set(CHINESE):
+            return (chinese.to_traditional(text) if target == "zt" else chinese.to_simplified(text)), True
+        return None
+
+    def _prepare(self, text: str, source: str, target: str, fmt: str, usage: Usage,
+                 glossary: dict[str, str] | None, temperature: float = 0.0,
+                 seed: int | None = None) -> tuple[_Plan, list[_Segment]]:
+        """Cut a text into segments and decide, once, how each is served: passed through (no
+        words), from the cache (greedy decoding only), or by an engine request."""
         plan = self._plan(text, source, target, fmt)
         entries = self.glossary_for(source, target, glossary)
-        outputs: list[str | None] = [None] * len(plan.segments)
-        futures, where = [], []
-        for i, segment in enumerate(plan.segments):
+        segments: list[_Segment] = []
+        for segment, gap in zip(plan.segments, plan.gaps):
+            item = _Segment(gap)
+            segments.append(item)
             if not has_words(segment):
-                outputs[i] = passthrough(segment, target)
+                item.output = passthrough(segment, target)
                 continue
-            terms = matching_entries(entries, segment)
-            key = self._key(source, target, segment, terms)
+            item.terms = matching_entries(entries, segment)
+            key = self._key(source, target, segment, item.terms)
             cached = self.cache.get(key) if temperature == 0 else None
             if cached is not None:
-                outputs[i] = cached
+                item.output = cached
                 usage.cached_segments += 1
                 self.metrics.cache_hits.inc()
                 continue
             self.metrics.cache_misses.inc()
-            request = self._engine_request(segment, source, target, terms, temperature, seed)
-            futures.append(ticket.submit(request))
-            where.append((i, request, terms, key))
+            item.request = self._engine_request(segment, source, target, item.terms, temperature, seed)
+            item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
-        outcomes = await ticket.wait(futures)
-        for (i, _request, _terms, _key), outcome in zip(where, outcomes):
-            self._account(usage, outcome)
-        finished = await asyncio.gather(*[
-            self._finish(ticket, request, outcome, usage, target, terms, guard=temperature == 0)
-            for (_i, request, terms, _key), outcome in zip(where, outcomes)
+        return plan, segments
+
+    async def _complete(self, ticket: Ticket, item: _Segment, outcome, usage: Usage, target: str,
+                        guard: bool = True) -> str:
+        """An engine outcome made final: accounted, cleaned, checked by the guardrails, cached."""
+        assert item.request is not None
+        self._account(usage, outcome)
+        item.output = await self._finish(ticket, item.request, outcome, usage, target, item.terms,
+                                         guard=guard)
+        if item.key is not None:
+            self.cache.put(item.key, item.output)
+        return item.output
+
+    async def _translate_one(
+        self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
+        temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
+    ) -> str:
+        shortcut = self._shortcut(text, source, target)
+        if shortcut is not None:
+            return shortcut[0]
+        plan, segments = self._prepare(text, source, target, fmt, usage, glossary, temperature, seed)
+        pending = [item for item in segments if item.request is not None]
+        outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
+        await asyncio.gather(*[
+            self._complete(ticket, item, outcome, usage, target, guard=temperature == 0)
+            for item, outcome in zip(pending, outcomes)
         ])
-        for (i, _request, _terms, key), final in zip(where, finished):
-            outputs[i] = final
-            if temperature == 0:
-                self.cache.put(key, final)
-        return plan.assemble([o or "" for o in outputs])
+        return plan.assemble([item.output or "" for item in segments])
 
     async def _alternatives(
         self, ticket: Ticket, text: str, source: str, target: str, count: int, best: str, usage: Usage,
@@ -357,7 +393,7 @@ class TranslationService:
         and candidates the guardrails reject (left untranslated, looping) are
         dropped. If a round yields too few, a second, hotter one fills the gap.
         """
-        if source == target or not text.strip() or {source, target} == set(CHINESE):
+        if self._shortcut(text, source, target) is not None:
             return []
         seen = {guardrails._normal(best)}
         distinct: list[str] = []
@@ -379,7 +415,8 @@ class TranslationService:
                 key = guardrails._normal(candidate)
                 if not key or key in seen or len(distinct) >= count:
                     continue
-                if self.guarded and guardrails.check(text, candidate, source, target, glossary=terms) is not None:
+                rejected = self.guarded and guardrails.check(text, candidate, source, target, glossary=terms)
+                if rejected:
                     continue
                 seen.add(key)
                 distinct.append(candidate)
@@ -393,69 +430,49 @@ class TranslationService:
     ) -> AsyncIterator[StreamEvent]:
         """Yield the translation as it is generated, segment by segment, in order.
 
-        Every segment is scheduled at once; the first streams live while later
-        ones buffer their deltas. ``delta`` events carry raw text to append;
-        the final ``done`` event carries the cleaned, reassembled translation,
-        which replaces what the deltas built.
+        The request is admitted before the first event, so a full queue is an
+        error the caller can still answer with a status. Every segment is
+        scheduled at once; the first streams live while later ones buffer their
+        deltas. ``delta`` events carry raw text to append; the final ``done``
+        event carries the cleaned, reassembled translation, which replaces what
+        the deltas built.
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id)
         src, detected = self.resolve_source(text, source, target)
         self.check_pair(src, target)
+        final: dict = {}
         if detected is not None:
-            yield StreamEvent("detected", {"language": detected.language, "confidence": detected.confidence})
-        if src == target or not text.strip():
-            yield StreamEvent("done", {"translatedText": text})
-            return
-        if {src, target} == set(CHINESE):
-            converted = chinese.to_traditional(text) if target == "zt" else chinese.to_simplified(text)
-            yield StreamEvent("delta", {"text": converted})
-            yield StreamEvent("done", {"translatedText": converted})
-            return
-        plan = self._plan(text, src, target, fmt)
-        entries = self.glossary_for(src, target, glossary)
+            final["detectedLanguage"] = {"language": detected.language, "confidence": detected.confidence}
 
         def live(piece: str) -> str:  # a raw delta, in the script the caller asked for
             piece = strip_special_tokens(piece)
             return chinese.to_traditional(piece) if target == "zt" and piece else piece
 
         async with self.scheduler.ticket(timeout_s) as ticket:
-            queues: list[asyncio.Queue[str]] = []
-            futures: list[asyncio.Future | None] = []
-            cached: list[str | None] = []
-            jobs: list[tuple[TranslationRequest, dict[str, str], CacheKey] | None] = []
-            for segment in plan.segments:
-                queue: asyncio.Queue[str] = asyncio.Queue()
-                queues.append(queue)
-                terms = matching_entries(entries, segment)
-                key = self._key(src, target, segment, terms)
-                hit = self.cache.get(key) if has_words(segment) else passthrough(segment, target)
-                cached.append(hit)
-                if hit is not None:
-                    usage.cached_segments += 1
-                    self.metrics.cache_hits.inc()
-                    futures.append(None)
-                    jobs.append(None)
-                else:
-                    self.metrics.cache_misses.inc()
-                    request = self._engine_request(segment, src, target, terms)
-                    futures.append(ticket.submit(request, on_delta=queue.put_nowait))
-                    jobs.append((request, terms, key))
-            usage.segments += len(plan.segments)
-            outputs: list[str] = []
-            for i, segment in enumerate(plan.segments):
-                if plan.gaps[i]:
-                    yield StreamEvent("delta", {"text": plan.gaps[i]})
-                if futures[i] is None:
-                    outputs.append(cached[i] or "")
-                    yield StreamEvent("delta", {"text": cached[i] or ""})
-                    yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cached[i] or ""})
+            if detected is not None:
+                yield StreamEvent("detected", dict(final["detectedLanguage"]))
+            shortcut = self._shortcut(text, src, target)
+            if shortcut is not None:
+                answer, converted = shortcut
+                if converted:
+                    yield StreamEvent("delta", {"text": answer})
+                yield StreamEvent("done", {"translatedText": answer})
+                return
+            plan, segments = self._prepare(text, src, target, fmt, usage, glossary)
+            queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]
+            futures = [ticket.submit(item.request, on_delta=queue.put_nowait) if item.request else None
+                       for item, queue in zip(segments, queues)]
+            for i, (item, future, queue) in enumerate(zip(segments, futures, queues)):
+                if item.gap:
+                    yield StreamEvent("delta", {"text": item.gap})
+                if future is None:
+                    yield StreamEvent("delta", {"text": item.output or ""})
+                    yield StreamEvent("segment", {"index": i, "gap": item.gap, "text": item.output or ""})
                     continue
-                future = futures[i]
-                assert future is not None
                 while not future.done():
-                    getter = asyncio.ensure_future(queues[i].get())
+                    getter = asyncio.ensure_future(queue.get())
                     done, _ = await asyncio.wait(
                         {getter, future}, timeout=max(0.0, ticket.remaining_s),
                         return_when=asyncio.FIRST_COMPLETED,
@@ -469,22 +486,14 @@ class TranslationService:
                     if not done:
                         break
                 outcome = await ticket.wait_one(future)
-                while not queues[i].empty():  # deltas that raced the result
-                    piece = live(queues[i].get_nowait())
+                while not queue.empty():  # deltas that raced the result
+                    piece = live(queue.get_nowait())
                     if piece:
                         yield StreamEvent("delta", {"text": piece})
-                job = jobs[i]
-                assert job is not None
-                request, terms, key = job
-                self._account(usage, outcome)
-                cleaned = await self._finish(ticket, request, outcome, usage, target, terms)
-                self.cache.put(key, cleaned)
-                outputs.append(cleaned)
-                yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cleaned})
-        final: dict = {"translatedText": plan.assemble(outputs)}
-        if detected is not None:
-            final["detectedLanguage"] = {"language": detected.language, "confidence": detected.confidence}
-        yield StreamEvent("done", final)
+                cleaned = await self._complete(ticket, item, outcome, usage, target)
+                yield StreamEvent("segment", {"index": i, "gap": item.gap, "text": cleaned})
+        yield StreamEvent("done", {"translatedText": plan.assemble([item.output or "" for item in segments]),
+                                   **final})
 
     def describe(self) -> dict:
         return {
@@ -492,28 +501,3 @@ class TranslationService:
             "engine": self.model.engine,
             "languages": [{"code": c, "name": language_name(c)} for c in self.languages],
         }
-
-
-UNSPACED_SCRIPTS = ("zh", "zt", "ja")
-
-
-def respace_for_target(pieces: list[Piece], target: str) -> list[Piece]:
-    """Adjust the gaps between sentences to the target script.
-
-    Chinese and Japanese sentences follow each other with no space; English
-    ones need one. Newlines and other whitespace runs are kept exactly; only
-    an empty gap or a single space between two sentences is changed.
-    """
-    unspaced = target in UNSPACED_SCRIPTS
-    out: list[Piece] = []
-    for i, piece in enumerate(pieces):
-        prev = out[-1] if out else None
-        if piece.translate and prev is not None and prev.translate and not unspaced:
-            out.append(Piece(" ", False))
-        elif (
-            unspaced and not piece.translate and piece.text == " " and prev is not None
-            and prev.translate and i + 1 < len(pieces) and pieces[i + 1].translate
-        ):
-            continue
-        out.append(piece)
-    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtserve.service.translator import respace_for_target
+from mtserve.text.spacing import respace_for_target
 from mtserve.text.html import parse_html
 from mtserve.text.segment import join_pieces, split_text
 
