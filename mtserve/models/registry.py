@@ -112,9 +112,3 @@ def sampling_defaults(name: str | None, family: str) -> dict[str, float]:
             return dict(entry.sampling)
     return {}
 
-
-def default_model() -> ModelEntry:
-    for entry in known_models().values():
-        if entry.default:
-            return entry
-    raise LookupError("registry.toml marks no model as default")

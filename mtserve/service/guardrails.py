@@ -22,8 +22,7 @@ from mtserve.text.languages import language_name
 from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
 
 # Worst first: a loop wastes the most and is the least usable.
-SEVERITY = {"runaway": 5, "repetition": 5, "untranslated": 4, "identical": 4, "explanation": 3, "glossary": 2}
-KINDS = tuple(SEVERITY)
+KINDS = ("runaway", "repetition", "untranslated", "identical", "explanation", "glossary")
 
 IDEOGRAPHIC = IDEOGRAPHIC_SCRIPTS  # one character is about one word
 SAME_LANGUAGE_PAIRS = ({"zh", "zt"},)
@@ -33,10 +32,6 @@ SAME_LANGUAGE_PAIRS = ({"zh", "zt"},)
 class Problem:
     kind: str  # one of KINDS
     detail: str
-
-    @property
-    def severity(self) -> int:
-        return SEVERITY[self.kind]
 
 
 def approx_tokens(text: str) -> float:
