@@ -242,6 +242,10 @@ class Settings(BaseSettings):
 
     # --- logging -----------------------------------------------------------
     log_level: str = Field("info", description="Log level: debug, info, warning, error.")
+    log_format: Literal["auto", "text", "json"] = Field(
+        "auto", description="Console log lines: text (readable), json (one object per line), or auto: "
+        "text on a terminal, json otherwise."
+    )
 
     @property
     def models_dir(self) -> Path:

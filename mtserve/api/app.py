@@ -9,6 +9,7 @@ import time
 import uuid
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
@@ -28,7 +29,11 @@ from mtserve.webui import STATIC_DIR
 
 log = logging.getLogger("mtserve.request")
 
-UNTRACKED_PATHS = ("/static/", "/favicon")
+UNTRACKED_PATHS = ("/static/", "/static-offline-docs/", "/favicon")
+# The API docs pages may load nothing from outside mtserve (ReDoc's bundle asks a CDN for its logo).
+DOCS_PATHS = ("/docs", "/redoc")
+DOCS_POLICY = (b"default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+               b"script-src 'self' 'unsafe-inline'; worker-src 'self' blob:; font-src 'self' data:")
 
 
 def api_family(path: str) -> str:
@@ -67,6 +72,8 @@ class RequestContextMiddleware:
                 status["started"] = True
                 message.setdefault("headers", [])
                 message["headers"] = list(message["headers"]) + [(b"x-request-id", request_id.encode())]
+                if scope.get("path") in DOCS_PATHS:
+                    message["headers"].append((b"content-security-policy", DOCS_POLICY))
             elif message["type"] == "http.response.body":
                 status["bytes"] += len(message.get("body", b""))
             await send(message)
@@ -193,7 +200,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
             await jobs.stop()
             await runtime.stop()
 
-    app = FastAPI(
+    # /docs and /redoc serve Swagger UI and ReDoc from mtserve itself (no CDN: it runs offline).
+    app = FastAPIOffline(
         title="mtserve",
         version=__version__,
         description=(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import signal
+import socket
 import sys
 
 from mtserve import __version__
@@ -34,12 +36,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mtserve.models.store import ModelStoreError
 
     settings = settings_from(args)
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     if settings.ray:
         return _serve_on_ray(settings)
+    try:  # before the model loads: a port in use is said at once, in one line
+        listener = bind(settings.host, settings.port)
+    except OSError as exc:
+        return fail(port_problem(settings.host, settings.port, exc))
     try:
         app = create_app(settings)
     except (ModelStoreError, EngineConfigError) as exc:
+        listener.close()
         return fail(exc)
     print(f"mtserve {__version__}: serving {settings.model} on http://{settings.host}:{settings.port}",
           file=sys.stderr)
@@ -48,9 +55,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     # The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
     # and httptools) must not change the server that the tests and benchmarks measured.
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, loop="asyncio", http="h11",
-                timeout_graceful_shutdown=settings.shutdown_grace_s)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, loop="asyncio",
+                            http="h11", timeout_graceful_shutdown=settings.shutdown_grace_s)
+    uvicorn.Server(config).run(sockets=[listener])
     return 0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound now, so uvicorn serves on exactly what was checked."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        listener.bind((host, port))
+        listener.listen(2048)
+        listener.set_inheritable(True)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def port_problem(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another mtserve?); stop that server, "
+                f"or serve on another port with --port {port + 1}")
+    if exc.errno == errno.EACCES:
+        return f"no permission to listen on port {port}; use a port above 1023 with --port"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}; check --host and --port"
 
 
 def _serve_on_ray(settings: Settings) -> int:

@@ -113,7 +113,7 @@ class MtserveReplica:
         from mtserve.logs import configure_logging
 
         self.settings = Settings(**settings)
-        configure_logging(self.settings.log_level)
+        configure_logging(self.settings.log_level, self.settings.log_format)
         _pull_if_missing(self.settings)
         self.mtserve_app = create_app(self.settings)  # not `app`: Serve's wrapper owns that name
         self.replica_id = _replica_id()
