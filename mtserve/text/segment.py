@@ -30,6 +30,12 @@ _ASCII_WEAK = set("!?;")          # end a CJK sentence only when CJK follows
 _LATIN_ENDS = set(".!?…")
 _CLOSERS = "\"'”’)]}»›」』）】〉》］｝〕〗〙〛"
 _OPENERS = "\"'“‘([{«‹¿¡「『（【〈《"
+_FULL_STOPS = set(".。｡;；")
+# Quote and bracket pairs, for the rule that a ? or ! inside them does not end the sentence.
+_PAIRS = {"“": "”", "‘": "’", "「": "」", "『": "』", "（": "）", "(": ")", "[": "]", "【": "】",
+          "《": "》", "〈": "〉", "［": "］", "｛": "｝", "〔": "〕", "«": "»", "{": "}"}
+_PAIR_CLOSERS = set(_PAIRS.values())
+_PAIR_LOOKBACK = 8  # unclosed openers a closer may skip to find its own
 _TERMINATOR_RUN = re.compile(f"(?:[{re.escape(_TERMINATORS)}]+[{re.escape(_CLOSERS)}]*)+")
 _NEXT_AFTER_SPACE = re.compile(r"\s+(\S)")
 
@@ -152,16 +158,53 @@ def _add_line(pieces: list[Piece], line: str, cjk: bool, max_chars: int) -> None
 
 def _sentences(line: str, cjk: bool) -> Iterable[str]:
     start = 0
+    quoted = _quoted_depth(line) if cjk else None
     for run in _TERMINATOR_RUN.finditer(line):
-        if run.end() < len(line) and _ends_sentence(line, run, cjk):
+        if run.end() < len(line) and _ends_sentence(line, run, cjk, quoted):
             yield line[start:run.end()]
             start = run.end()
     yield line[start:]
 
 
-def _ends_sentence(line: str, run: re.Match[str], cjk: bool) -> bool:
+def _quoted_depth(line: str) -> list[int]:
+    """How many matched quote or bracket pairs enclose each position of ``line``.
+
+    Only pairs that close count: a stray opening quote does not make the rest
+    of the line "quoted". ASCII double quotes pair up in order. Linear time.
+    """
+    stack: list[tuple[str, int]] = []
+    change = [0] * (len(line) + 1)
+    for i, char in enumerate(line):
+        if char == '"':
+            if stack and stack[-1][0] == '"':
+                change[stack.pop()[1] + 1] += 1
+                change[i] -= 1
+            else:
+                stack.append((char, i))
+        elif char in _PAIRS:
+            stack.append((char, i))
+        elif char in _PAIR_CLOSERS:
+            # the nearest opener this closes, looked for among the last few (linear on hostile input)
+            for depth in range(len(stack) - 1, max(-1, len(stack) - 1 - _PAIR_LOOKBACK), -1):
+                if _PAIRS.get(stack[depth][0]) == char:
+                    change[stack[depth][1] + 1] += 1
+                    change[i] -= 1
+                    del stack[depth:]
+                    break
+    depth, out = 0, []
+    for delta in change[:-1]:
+        depth += delta
+        out.append(depth)
+    return out
+
+
+def _ends_sentence(line: str, run: re.Match[str], cjk: bool, quoted: list[int] | None = None) -> bool:
     terminators = set(run.group()) - set(_CLOSERS)
     following = line[run.end()]
+    # A question or exclamation mark inside quotes or brackets asks or exclaims within the sentence
+    # around it: 点击“确定？”按钮继续。 is one sentence. A full stop there still ends one.
+    if quoted is not None and quoted[run.start()] > 0 and not terminators & _FULL_STOPS:
+        return False
     if cjk and (terminators & _CJK_STRONG or (terminators & _ASCII_WEAK and is_cjk(following))):
         return True
     if not terminators & _LATIN_ENDS:

@@ -102,7 +102,7 @@ def test_a_newline_always_ends_a_sentence(text: str) -> None:
     ("「行こう。」彼は言った。", ["「行こう。」", "彼は言った。"]),
     ("（注意安全。）请慢走。", ["（注意安全。）", "请慢走。"]),
     ("太好了!我们赢了?是的;没错", ["太好了!", "我们赢了?", "是的;", "没错"]),
-    ("他说“Hi!”然后笑了", ["他说“Hi!”", "然后笑了"]),
+    ("他说“Hi!”然后笑了", ["他说“Hi!”然后笑了"]),  # an exclamation inside quotes is inside the sentence
     ("版本1.0发布了。价格是3.5元。", ["版本1.0发布了。", "价格是3.5元。"]),
     ("你好。 我很好。", ["你好。", "我很好。"]),
     ("他说 Hello. How are you? 然后走了。", ["他说 Hello.", "How are you?", "然后走了。"]),
@@ -110,6 +110,37 @@ def test_a_newline_always_ends_a_sentence(text: str) -> None:
 def test_cjk_sentences(text: str, expected: list[str]) -> None:
     assert sentences(text, "zh") == expected
     assert_invariants(text, "zh")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('请在搜索框中输入"?"来匹配任意字符。', ['请在搜索框中输入"?"来匹配任意字符。']),
+    ("点击“确定？”按钮继续。", ["点击“确定？”按钮继续。"]),
+    ("他问：“你去哪儿？”然后走了。", ["他问：“你去哪儿？”然后走了。"]),
+    ("他喊道（“快跑！”）然后跑了。下一句。", ["他喊道（“快跑！”）然后跑了。", "下一句。"]),
+    ("「本当？」と彼は聞いた。", ["「本当？」と彼は聞いた。"]),
+    # a full stop inside quotes still ends the sentence, and quotes that never close change nothing
+    ("他说：“你好。”然后走了。", ["他说：“你好。”", "然后走了。"]),
+    ("他说：“你去哪儿？我不知道。", ["他说：“你去哪儿？", "我不知道。"]),
+    ("你知道吗？我不知道。", ["你知道吗？", "我不知道。"]),
+])
+def test_a_question_or_exclamation_inside_quotes_does_not_end_the_sentence(text: str, expected: list[str]) -> None:
+    assert sentences(text, "zh") == expected
+    assert_invariants(text, "zh")
+
+
+def test_unmatched_brackets_are_scanned_in_linear_time() -> None:
+    import time
+
+    text = "（" * 50_000 + "」？" * 50_000 + "。"
+    started = time.perf_counter()
+    assert "".join(p.text for p in split_text(text, "zh", 10**9)) == text
+    elapsed = time.perf_counter() - started
+    print(f"100,000 unmatched brackets split in {elapsed:.2f} s")
+    assert elapsed < 10  # quadratic would take minutes
+
+
+def test_latin_text_keeps_its_own_rules_at_quotes() -> None:
+    assert sentences('"Where are you?" He left.', "en") == ['"Where are you?"', "He left."]
 
 
 def test_japanese_uses_cjk_rules() -> None:
