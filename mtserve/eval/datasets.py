@@ -158,7 +158,25 @@ def load_everyday(source: str, target: str, split: str = "all") -> EvalSet:
     return EvalSet("everyday", source, target, select(pairs, split), split, EVERYDAY_ATTRIBUTION)
 
 
-BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)", "everyday": "everyday sentences (ja, de <-> en)"}
+# --- the instruction-like set -------------------------------------------------------------
+INSTRUCTIONS_ATTRIBUTION = ("The mtserve instruction-like set: questions, commands and requests written for "
+                            "mtserve, whose correct output is their translation.")
+
+
+def load_instructions(source: str, target: str, split: str = "all") -> EvalSet:
+    """Questions, commands and prompt injections: an engine that only translates gets them all right."""
+    if (source, target) not in (("zh", "en"), ("en", "zh")):
+        raise DatasetError(f"the instructions set is zh<->en; {source}->{target} is not one of them")
+    rows = _read_tsv_rows(DATA_DIR / "instructions.tsv", comments=True)
+    header, body = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    pairs = [EvalPair(id=row[col["id"]], source=row[col[source]], reference=row[col[target]],
+                      group=row[col["group"]]) for row in body]
+    return EvalSet("instructions", source, target, select(pairs, split), split, INSTRUCTIONS_ATTRIBUTION)
+
+
+BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)", "everyday": "everyday sentences (ja, de <-> en)",
+           "instructions": "questions, commands and prompt injections to translate, never obey (zh <-> en)"}
 
 
 def load_builtin(name: str, source: str, target: str, split: str = "all",
@@ -169,6 +187,10 @@ def load_builtin(name: str, source: str, target: str, split: str = "all",
         if levels:
             raise DatasetError("--levels applies to the hsk set only")
         return load_everyday(source, target, split)
+    if name == "instructions":
+        if levels:
+            raise DatasetError("--levels applies to the hsk set only")
+        return load_instructions(source, target, split)
     raise DatasetError(f"unknown dataset {name!r}; built in: {', '.join(BUILTIN)}, or give a TSV/JSONL file")
 
 

@@ -76,6 +76,7 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
             steps[name] = {"bleu": s.bleu, "chrf": s.chrf}
         steps["retried"] = sum(v["retried"] == "True" for v in variants)
     signatures = scorer.signatures()
+    not_translations = [p.id for p, h in zip(evalset.pairs, hypotheses) if _not_a_translation(p.source, h, evalset)]
     return EvalReport(
         dataset=evalset.describe(), system=system, source=evalset.source_lang, target=evalset.target_lang,
         n=overall.n, bleu=overall.bleu, chrf=overall.chrf, tokenizer=scorer.tokenizer,
@@ -84,7 +85,18 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
         elapsed_s=round(elapsed_s, 2), sentences_per_s=round(len(hypotheses) / elapsed_s, 3) if elapsed_s else 0.0,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"), mtserve_version=__version__,
         counters=counters or {}, sentences=sentences, steps=steps, failures=failures,
+        not_translations=not_translations,
     )
+
+
+NOT_A_TRANSLATION = ("answer", "refusal", "explanation")
+
+
+def _not_a_translation(source: str, output: str, evalset: EvalSet) -> bool:
+    from mtserve.service.guardrails import check
+
+    problem = check(source, output, evalset.source_lang, evalset.target_lang)
+    return problem is not None and problem.kind in NOT_A_TRANSLATION
 
 
 async def evaluate(evalset: EvalSet, target: EvalTarget, worst: int = 10,

@@ -22,7 +22,7 @@ from mtserve.text.languages import language_name
 from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
 
 # Worst first: a loop wastes the most and is the least usable.
-KINDS = ("runaway", "repetition", "untranslated", "identical", "explanation", "glossary")
+KINDS = ("runaway", "repetition", "refusal", "untranslated", "identical", "explanation", "answer", "glossary")
 
 IDEOGRAPHIC = IDEOGRAPHIC_SCRIPTS  # one character is about one word
 SAME_LANGUAGE_PAIRS = ({"zh", "zt"},)
@@ -129,6 +129,39 @@ _SOURCE_TALKS_ABOUT_LANGUAGE = re.compile(
 )
 
 
+# An engine that only translates never refuses, apologises or talks about itself or the text.
+_REFUSING = re.compile(
+    r"\b(?:I'?m sorry|I am sorry|I apologi[sz]e|I can(?:no|')t (?:assist|help|provide|comply|fulfil)"
+    r"|I am unable to|I'?m unable to|as an AI|as a language model|I'?m an AI)\b"
+    r"|(?:抱歉|对不起)[，,]?(?:我|但)|我无法(?:协助|帮助|提供|回答)|作为(?:一个)?(?:AI|人工智能|语言模型)",
+    re.IGNORECASE,
+)
+_SOURCE_APOLOGISES = re.compile(r"抱歉|对不起|无法|不能|AI|人工智能|模型|sorry|apolog|unable|cannot|can't",
+                                re.IGNORECASE)
+# "The German text ... translates to ...", "Here is the translation": comments on the text.
+_COMMENTING = re.compile(
+    r"\b(?:the\s+\w+\s+(?:text|sentence|phrase)\b[^.]{0,80}?\btranslat\w*|here(?:'s| is) the translation"
+    r"|sure[,!]\s+here)",
+    re.IGNORECASE,
+)
+_QUESTION_MARK = re.compile(r"[?？¿؟]")
+
+
+def _refusal(source: str, output: str) -> Problem | None:
+    if _REFUSING.search(output) and not _SOURCE_APOLOGISES.search(source):
+        return Problem("refusal", "the output refuses or apologises instead of translating")
+    if _COMMENTING.search(output) and not _SOURCE_TALKS_ABOUT_LANGUAGE.search(source):
+        return Problem("explanation", "the output comments on the text instead of translating it")
+    return None
+
+
+def _answer(source: str, output: str) -> Problem | None:
+    """A question that came back as a statement was answered, not translated."""
+    if _QUESTION_MARK.search(source) and not _QUESTION_MARK.search(output):
+        return Problem("answer", "the source asks a question; the output answers instead of asking it")
+    return None
+
+
 def _lines(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.strip())
 
@@ -161,9 +194,11 @@ def check(source: str, output: str, source_lang: str, target_lang: str, *,
     return (
         _runaway(source, output, finish_reason)
         or _repetition(source, output)
+        or _refusal(source, output)
         or _identical(source, output, source_lang, target_lang, glossary)
         or _untranslated(source, output, source_lang, target_lang, glossary)
         or _explanation(source, output)
+        or _answer(source, output)
         or _missing_terms(output, glossary)
     )
 
@@ -191,7 +226,7 @@ def retry_request(request: TranslationRequest, problem: Problem) -> TranslationR
 
 
 # Outputs that are no translation at all; any other answer beats them.
-UNUSABLE = frozenset({"runaway", "repetition", "identical"})
+UNUSABLE = frozenset({"runaway", "repetition", "identical", "refusal"})
 
 
 def choose(first: str, first_problem: Problem, retry: str, retry_problem: Problem | None) -> tuple[str, bool]:

@@ -63,4 +63,7 @@ class Metrics:
             "mtserve_guardrail_unresolved", "Retried segments whose output still had a problem, by problem.",
             ["reason"], registry=r,
         )
+        self.inputs_repaired = Counter(
+            "mtserve_inputs_repaired", "Texts whose mojibake (UTF-8 read as Latin-1 or cp1252) was repaired "
+            "before detection and translation.", registry=r)
         self.ready = Gauge("mtserve_ready", "1 when the model is loaded and serving.", registry=r)

@@ -37,6 +37,7 @@ from mtserve.settings import Settings
 from mtserve.text import chinese
 from mtserve.text.cleanup import clean_translation, strip_special_tokens
 from mtserve.text.detect import Detection, LanguageDetector
+from mtserve.text.encoding import repair_mojibake
 from mtserve.text.html import parse_html
 from mtserve.text.languages import language_name
 from mtserve.text.punctuation import has_words, passthrough
@@ -154,8 +155,16 @@ class TranslationService:
                 f"see GET /languages for the targets of each source"
             )
 
+    def repair(self, text: str) -> str:
+        """The text with mojibake (UTF-8 a client read as Latin-1) undone, before anything reads it."""
+        repaired = repair_mojibake(text)
+        if repaired != text:
+            self.metrics.inputs_repaired.inc()
+            log.info("mojibake repaired", extra={"event": "input_repaired", "chars": len(text)})
+        return repaired
+
     def detect(self, text: str, limit: int = 3) -> list[Detection]:
-        return self.detector.detect(text, limit=limit)
+        return self.detector.detect(self.repair(text), limit=limit)
 
     def resolve_source(self, text: str, source: str, target: str) -> tuple[str, Detection | None]:
         if source != "auto":
@@ -294,6 +303,7 @@ class TranslationService:
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id)
+        texts = [self.repair(t) for t in texts]
         resolved = [self.resolve_source(t, source, target) for t in texts]
         for src, _ in resolved:
             self.check_pair(src, target)
@@ -440,6 +450,7 @@ class TranslationService:
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id)
+        text = self.repair(text)
         src, detected = self.resolve_source(text, source, target)
         self.check_pair(src, target)
         final: dict = {}
