@@ -214,7 +214,12 @@ class Settings(BaseSettings):
         False, description="With api_keys on: refuse requests without a key (403)."
     )
     anonymous_rpm: int = Field(
-        60, description="With api_keys on: requests per minute per IP without a key (0 = unlimited)."
+        60, description="With api_keys on: requests per minute without a key, per IPv4 address or IPv6 /64 "
+        "(0 = unlimited)."
+    )
+    rate_limit_callers: int = Field(
+        100_000, description="With api_keys on: callers (keys, addresses) the rate limiter tracks at once; "
+        "idle ones are forgotten first."
     )
     cors_origins: str = Field(
         "", description="Comma-separated origins allowed by CORS ('*' for any); empty = CORS off."
