@@ -126,6 +126,7 @@ class JobStore:
         self.results = self.root / "results"
         self.formats = enabled_formats(settings.files_formats)
         self.jobs: dict[str, Job] = {}
+        self._reserved = 0  # places taken by uploads still being checked and parsed
         self._slots: asyncio.Semaphore | None = None
         self._cleanup: asyncio.Task | None = None
 
@@ -173,10 +174,22 @@ class JobStore:
         A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload.
         """
         self.check_size(len(data))
-        active = sum(1 for job in self.jobs.values() if not job.status.finished)
+        self._reserve_place()
+        try:
+            return await self._submit(service, filename, data, source, target, glossary, glossary_id)
+        finally:
+            self._reserved -= 1  # the job, if there is one, now holds its place itself
+
+    def _reserve_place(self) -> None:
+        """Take a place in the queue before anything awaits, so concurrent uploads cannot all pass."""
+        active = sum(1 for job in self.jobs.values() if not job.status.finished) + self._reserved
         if active >= self.settings.files_queue:
             raise TooManyDocuments(f"{active} documents are already waiting or being translated; "
                                    "retry when one has finished (MTSERVE_FILES_QUEUE)")
+        self._reserved += 1
+
+    async def _submit(self, service: TranslationService, filename: str, data: bytes, source: str,
+                      target: str, glossary: dict[str, str] | None, glossary_id: str | None) -> Job:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
         glossary = service.request_glossary(source, target, glossary, glossary_id)
