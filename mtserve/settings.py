@@ -160,6 +160,18 @@ class Settings(BaseSettings):
         description="Server-wide glossary applied to every request: TSV term<TAB>translation"
         "[<TAB>source<TAB>target] or JSON {term: translation}; request glossaries override it.",
     )
+    glossaries_per_key: int = Field(
+        100, description="Most stored glossaries one API key may own (with api_keys off: that the API may "
+        "create in all); more get 403. `mtserve glossary add` is not bound (0 = no cap)."
+    )
+    glossary_max_entries: int = Field(
+        10_000, description="Most entries in one stored glossary (POST /v2/glossaries, `mtserve glossary "
+        "add`); more get 413 (0 = no cap)."
+    )
+    glossary_request_entries: int = Field(
+        1_000, description="Most entries in a request's own glossary object (/translate, /translate/stream, "
+        "/translate_file, /jobs); more get 413 (0 = no cap)."
+    )
     guardrails: bool = Field(
         True,
         description="Check each output (left untranslated, looping, explaining, glossary term missed) "

@@ -168,15 +168,16 @@ class JobStore:
 
     async def submit(self, service: TranslationService, filename: str, data: bytes, source: str,
                      target: str, glossary: dict[str, str] | None = None,
-                     glossary_id: str | None = None) -> Job:
+                     glossary_id: str | None = None, key_id: str | None = None) -> Job:
         """Check and parse the file, then queue its translation. Raises DocumentError (4xx) first.
 
-        A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload.
+        A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload;
+        ``key_id`` is the caller's API key id, whose glossaries (and the operator's) it may name.
         """
         self.check_size(len(data))
         self._reserve_place()
         try:
-            return await self._submit(service, filename, data, source, target, glossary, glossary_id)
+            return await self._submit(service, filename, data, source, target, glossary, glossary_id, key_id)
         finally:
             self._reserved -= 1  # the job, if there is one, now holds its place itself
 
@@ -189,10 +190,11 @@ class JobStore:
         self._reserved += 1
 
     async def _submit(self, service: TranslationService, filename: str, data: bytes, source: str,
-                      target: str, glossary: dict[str, str] | None, glossary_id: str | None) -> Job:
+                      target: str, glossary: dict[str, str] | None, glossary_id: str | None,
+                      key_id: str | None) -> Job:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
-        glossary = service.request_glossary(source, target, glossary, glossary_id)
+        glossary = service.request_glossary(source, target, glossary, glossary_id, key_id)
         document = await asyncio.to_thread(read_document, filename, data, self.formats)
         count = len(document.segments)
         if count > self.settings.files_max_segments:
