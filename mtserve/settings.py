@@ -274,6 +274,11 @@ class Settings(BaseSettings):
         return self.home / "files"
 
     @property
+    def jobs_db(self) -> Path:
+        """Document jobs (``mtserve.documents.job_records.JobRecords``); their files are under files_dir."""
+        return self.home / "jobs.sqlite3"
+
+    @property
     def keys_db(self) -> Path:
         return self.home / "keys.sqlite3"
 
