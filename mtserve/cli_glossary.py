@@ -42,6 +42,7 @@ def add_parser(commands, add_setting_flags: Callable[[argparse.ArgumentParser, I
     remove.add_argument("id", help="the glossary's id from `glossary list`")
     for command in sub.choices.values():
         add_setting_flags(command, ("home",))
+    add_setting_flags(add, ("glossary_max_entries",))
     parser.set_defaults(func=cmd_glossary)
 
 

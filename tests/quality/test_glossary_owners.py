@@ -259,12 +259,17 @@ def test_mtserve_glossary_list_names_owners_and_remove_takes_any(tmp_path):
     owned = store.create("mine", "zh", "en", {"猫": "kitty"}, scope=GlossaryScope("k1"))
     store.create("house", "zh", "en", {"鸟": "birdie"})
 
-    def cli(*args):
+    def cli(*args, stdin=None):
         return subprocess.run([sys.executable, "-m", "mtserve.cli", "glossary", *args], check=False, text=True,
-                              capture_output=True, timeout=60, env={**os.environ, "MTSERVE_HOME": str(tmp_path)})
+                              input=stdin, capture_output=True, timeout=60,
+                              env={**os.environ, "MTSERVE_HOME": str(tmp_path)})
 
     listing = cli("list")
     owners = {line.split()[1]: line.split()[-1] for line in listing.stdout.splitlines()}
     assert owners == {"mine": "key:k1", "house": "operator"}, listing
     assert cli("remove", owned.id).returncode == 0
     assert [g.name for g in store.list()] == ["house"]
+    too_big = cli("add", "big", "-", "-s", "zh", "-t", "en", "--glossary-max-entries", "2",
+                  stdin="一\tone\n二\ttwo\n三\tthree\n")
+    assert too_big.returncode == 2 and "MTSERVE_GLOSSARY_MAX_ENTRIES" in too_big.stderr
+    assert "Traceback" not in too_big.stderr
