@@ -14,8 +14,9 @@ back; a job that was queued or running when the server stopped (cleanly or
 not) is queued again from its upload, parsed again and translated from the
 start, or, if it cannot be (its upload is gone, its format is no longer
 enabled, the file no longer parses within the limits), it ends as failed with
-the reason. Finished jobs answer ``/jobs/{id}`` as before. One server per
-``$MTSERVE_HOME``: two servers sharing one would both resume its jobs.
+the reason. Finished jobs answer ``/jobs/{id}`` as before. Processes sharing
+one ``$MTSERVE_HOME`` each keep their own unfinished jobs; a starting one takes
+over only those of processes that are gone (``job_records.InstanceLocks``).
 
 At most ``files_jobs`` documents are translated at once; the others wait in
 line with status ``queued``. A job can be cancelled at any point: queued, it
@@ -37,7 +38,7 @@ from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
 from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
-from mtserve.documents.job_records import JobRecords
+from mtserve.documents.job_records import InstanceLocks, JobRecords
 from mtserve.documents.registry import enabled_formats, extensions_of, format_for, read_document
 from mtserve.documents.runner import translate_document
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 RESULT_NAME = re.compile(r"[0-9a-f]{32}\.[A-Za-z0-9_-]{1,80}\.[A-Za-z0-9_-]{1,16}\.[a-z0-9]{1,8}")
 JOB_ID = re.compile(r"[0-9a-f]{32}")
 SERVICE_WAIT_S = 600.0  # how long a job waits for the engine to (re)start before it fails
+FINISHED = ("done", "failed", "cancelled")
 RESUMED_NOTE = "the server restarted before this document was finished; it was translated again from the start"
 
 
@@ -162,6 +164,8 @@ class JobStore:
         self.results = self.root / "results"
         self.formats = enabled_formats(settings.files_formats)
         self.records = JobRecords(settings.jobs_db)
+        self.instance = secrets.token_hex(8)  # this process, in the records of the jobs it runs
+        self._locks = InstanceLocks(settings.home / "jobs.instances", self.instance)
         self.jobs: dict[str, Job] = {}
         self._reserved = 0  # places taken by uploads still being checked and parsed
         self._slots: asyncio.Semaphore | None = None
@@ -190,8 +194,7 @@ class JobStore:
         self._slots = asyncio.Semaphore(max(1, self.settings.files_jobs))
         self._wake_writer = asyncio.Event()
         await asyncio.to_thread(self._make_dirs)
-        rows = await asyncio.to_thread(self.records.load)
-        for row in rows:
+        for row in await asyncio.to_thread(self._take_over):
             job = Job.from_record(row)
             self.jobs[job.id] = job
             if not job.status.finished:
@@ -211,6 +214,20 @@ class JobStore:
             self._writer.cancel()
             await asyncio.gather(self._writer, return_exceptions=True)
         await self._flush()
+        await asyncio.to_thread(self._locks.release)
+
+    def _take_over(self) -> list[dict]:
+        """The records this process serves: every finished job, and the unfinished ones no live process runs.
+
+        Another process that shares this home (a Ray replica) keeps its own unfinished jobs; those of
+        a process that died or stopped are claimed here, one starting process at a time.
+        """
+        self._locks.hold()
+        with self._locks.taking_over():
+            rows = self.records.load()
+            mine = [r for r in rows if r["status"] in FINISHED or not self._locks.alive(r["instance"])]
+            self.records.claim([r["id"] for r in mine if r["status"] not in FINISHED], self.instance)
+        return mine
 
     def _make_dirs(self) -> None:
         self.uploads.mkdir(parents=True, exist_ok=True)
@@ -297,7 +314,8 @@ class JobStore:
         upload = self.uploads / job.upload
         await asyncio.to_thread(self._write, upload, data)
         try:
-            await asyncio.to_thread(self.records.insert, {**job.record(), "glossary": glossary})
+            await asyncio.to_thread(self.records.insert,
+                                    {**job.record(), "glossary": glossary, "instance": self.instance})
         except BaseException:
             with contextlib.suppress(OSError):
                 upload.unlink()
@@ -495,6 +513,7 @@ class JobStore:
     def _sweep_disk(self, expired: list[Job], active: set[str], now: float) -> None:
         self._delete_files_and_records(expired)
         self.records.delete_finished_before(now - self.ttl_s)
+        active = active | self.records.unfinished_ids()  # another process's too: their uploads stay
         for folder in (self.uploads, self.results):
             if not folder.is_dir():
                 continue

@@ -193,3 +193,19 @@ def test_expiry_deletes_records_and_files_together(tmp_path):
     assert gone.status_code == 404
     assert JobRecords(tmp_path / "jobs.sqlite3").count() == 0
     assert [p for p in (tmp_path / "files").rglob("*") if p.is_file()] == []
+
+
+def test_a_second_live_server_on_the_same_home_leaves_the_first_ones_jobs_alone(tmp_path):
+    slow = SwapEngine(slots=1, delay_s=0.6)
+    with serve(slow, home=tmp_path, files_jobs=1) as first:
+        running = post_job(first, "slow.txt", SLOW)
+        wait_for(first, running["id"], statuses=("running",))
+        other = SwapEngine()
+        with serve(other, home=tmp_path) as second:  # a Ray replica on the same node, say
+            unknown_there = httpx.get(f"{second}/jobs/{running['id']}", timeout=TIMEOUT)
+            own = wait_for(second, post_job(second, "own.txt", "第二台的文件。")["id"])
+        done = wait_for(first, running["id"])
+    assert unknown_there.status_code == 404  # not resumed there: its own server still runs it
+    assert other.calls and all("慢句子" not in c.text for c in other.calls)
+    assert own["status"] == "done" and done["status"] == "done"
+    assert done["notes"] and not any("restarted" in note for note in done["notes"])
