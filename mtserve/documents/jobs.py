@@ -51,7 +51,6 @@ log = logging.getLogger(__name__)
 RESULT_NAME = re.compile(r"[0-9a-f]{32}\.[A-Za-z0-9_-]{1,80}\.[A-Za-z0-9_-]{1,16}\.[a-z0-9]{1,8}")
 JOB_ID = re.compile(r"[0-9a-f]{32}")
 SERVICE_WAIT_S = 600.0  # how long a job waits for the engine to (re)start before it fails
-FINISHED = ("done", "failed", "cancelled")
 RESUMED_NOTE = "the server restarted before this document was finished; it was translated again from the start"
 
 
@@ -225,8 +224,8 @@ class JobStore:
         self._locks.hold()
         with self._locks.taking_over():
             rows = self.records.load()
-            mine = [r for r in rows if r["status"] in FINISHED or not self._locks.alive(r["instance"])]
-            self.records.claim([r["id"] for r in mine if r["status"] not in FINISHED], self.instance)
+            mine = [r for r in rows if JobStatus(r["status"]).finished or not self._locks.alive(r["instance"])]
+            self.records.claim([r["id"] for r in mine if not JobStatus(r["status"]).finished], self.instance)
         return mine
 
     def _make_dirs(self) -> None:
