@@ -160,6 +160,18 @@ class Settings(BaseSettings):
         description="Server-wide glossary applied to every request: TSV term<TAB>translation"
         "[<TAB>source<TAB>target] or JSON {term: translation}; request glossaries override it.",
     )
+    glossaries_per_key: int = Field(
+        100, description="Most stored glossaries one API key may own (with api_keys off: that the API may "
+        "create in all); more get 403. `mtserve glossary add` is not bound (0 = no cap)."
+    )
+    glossary_max_entries: int = Field(
+        10_000, description="Most entries in one stored glossary (POST /v2/glossaries, `mtserve glossary "
+        "add`); more get 413 (0 = no cap)."
+    )
+    glossary_request_entries: int = Field(
+        1_000, description="Most entries in a request's own glossary object (/translate, /translate/stream, "
+        "/translate_file, /jobs); more get 413 (0 = no cap)."
+    )
     guardrails: bool = Field(
         True,
         description="Check each output (left untranslated, looping, explaining, glossary term missed) "
@@ -214,7 +226,12 @@ class Settings(BaseSettings):
         False, description="With api_keys on: refuse requests without a key (403)."
     )
     anonymous_rpm: int = Field(
-        60, description="With api_keys on: requests per minute per IP without a key (0 = unlimited)."
+        60, description="With api_keys on: requests per minute without a key, per IPv4 address or IPv6 /64 "
+        "(0 = unlimited)."
+    )
+    rate_limit_callers: int = Field(
+        100_000, description="With api_keys on: callers (keys, addresses) the rate limiter tracks at once; "
+        "idle ones are forgotten first."
     )
     cors_origins: str = Field(
         "", description="Comma-separated origins allowed by CORS ('*' for any); empty = CORS off."
@@ -259,6 +276,11 @@ class Settings(BaseSettings):
     @property
     def files_dir(self) -> Path:
         return self.home / "files"
+
+    @property
+    def jobs_db(self) -> Path:
+        """Document jobs (``mtserve.documents.job_records.JobRecords``); their files are under files_dir."""
+        return self.home / "jobs.sqlite3"
 
     @property
     def keys_db(self) -> Path:

@@ -24,8 +24,19 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from mtserve.api.errors import ApiError
-from mtserve.api.routes import admit, runtime_of, service_of, until_disconnect
-from mtserve.service.glossary import Glossary, GlossaryError, GlossaryStore, format_entries, parse_entries
+from mtserve.api.routes import admit, key_id_of, runtime_of, service_of, until_disconnect
+from mtserve.service.glossary import (
+    GlossaryError,
+    GlossaryForbidden,
+    GlossaryInfo,
+    GlossaryScope,
+    GlossaryStore,
+    GlossaryTooLarge,
+    UnknownGlossary,
+    format_entries,
+    parse_entries,
+    scope_for,
+)
 from mtserve.service.translator import Usage
 from mtserve.settings import Settings
 from mtserve.text.languages import language_name
@@ -53,7 +64,7 @@ def to_deepl(code: str) -> str:
     return "ZH" if code == "zt" else code.upper()
 
 
-def describe(glossary: Glossary) -> dict:
+def describe(glossary: GlossaryInfo) -> dict:
     """DeepL's glossary shape; its clients parse creation_time with fractional seconds."""
     info = glossary.describe()
     created = datetime.fromisoformat(glossary.created)
@@ -65,6 +76,11 @@ def describe(glossary: Glossary) -> dict:
 def glossary_store(request: Request) -> GlossaryStore:
     """The runtime's store: the same one `mtserve glossary` and /translate's glossary_id use."""
     return runtime_of(request).glossaries
+
+
+def glossary_scope(request: Request) -> GlossaryScope:
+    """What this caller may do with stored glossaries: by its API key, once admit() has run."""
+    return scope_for(key_id_of(request), keys_on=request.app.state.settings.api_keys)
 
 
 async def read_fields(request: Request) -> dict[str, Any]:
@@ -135,7 +151,7 @@ async def translate(request: Request):
         if source == "auto":
             raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
         try:  # the pair rule lives in the service; DeepL answers 400 for an unknown id too
-            glossary = service.named_glossary(str(fields["glossary_id"]), source, target)
+            glossary = service.named_glossary(str(fields["glossary_id"]), source, target, key_id_of(request))
         except GlossaryError as exc:
             raise ApiError(400, str(exc)) from None
     usage = Usage()
@@ -194,18 +210,33 @@ async def glossary_language_pairs(request: Request):
 
 @router.post("/glossaries", status_code=201)
 async def create_glossary(request: Request):
+    """A glossary owned by the caller's API key (the operator's while keys are off); capped in count and size."""
+    settings: Settings = request.app.state.settings
     fields = await read_fields(request)
     check_key(request)
     supported = runtime_of(request).engine.languages
     for name in ("name", "source_lang", "target_lang", "entries"):
-        if not fields.get(name):
-            raise ApiError(400, f"Missing parameter '{name}'")
-    source = to_mtserve(str(fields["source_lang"]), "source_lang", supported)
-    target = to_mtserve(str(fields["target_lang"]), "target_lang", supported)
+        if not fields.get(name) or not isinstance(fields[name], str):
+            raise ApiError(400, f"Missing parameter '{name}'" if not fields.get(name)
+                           else f"Parameter '{name}' must be a string")
+    source = to_mtserve(fields["source_lang"], "source_lang", supported)
+    target = to_mtserve(fields["target_lang"], "target_lang", supported)
     fmt = str(fields.get("entries_format", "tsv")).lower()
+    scope = glossary_scope(request)
+    store = glossary_store(request)
+
+    def create():
+        entries = parse_entries(fields["entries"], fmt, max_entries=settings.glossary_max_entries)
+        return store.create(fields["name"], source, target, entries, scope=scope,
+                            max_entries=settings.glossary_max_entries, max_owned=settings.glossaries_per_key)
+
     try:
-        entries = parse_entries(str(fields["entries"]), fmt)
-        glossary = glossary_store(request).create(str(fields["name"]), source, target, entries)
+        scope.owner_of_new()  # a caller without a key is refused before its entries are parsed
+        glossary = await asyncio.to_thread(create)
+    except GlossaryForbidden as exc:
+        raise ApiError(403, str(exc)) from None
+    except GlossaryTooLarge as exc:
+        raise ApiError(413, str(exc)) from None
     except GlossaryError as exc:
         raise ApiError(400, str(exc)) from None
     return JSONResponse(describe(glossary), status_code=201)
@@ -213,33 +244,44 @@ async def create_glossary(request: Request):
 
 @router.get("/glossaries")
 async def list_glossaries(request: Request):
+    """The caller's glossaries and the operator's: metadata and counts only, read in a thread."""
     check_key(request)
-    return {"glossaries": [describe(g) for g in glossary_store(request).list()]}
+    found = await asyncio.to_thread(glossary_store(request).list, glossary_scope(request))
+    return {"glossaries": [describe(g) for g in found]}
 
 
-def _get(request: Request, glossary_id: str):
+async def _info(request: Request, glossary_id: str) -> GlossaryInfo:
     try:
-        return glossary_store(request).get(glossary_id)
-    except GlossaryError:
+        return await asyncio.to_thread(glossary_store(request).info, glossary_id, glossary_scope(request))
+    except UnknownGlossary:  # another key's glossary is not found either
         raise ApiError(404, f"Glossary not found: {glossary_id}") from None
 
 
 @router.get("/glossaries/{glossary_id}")
 async def get_glossary(request: Request, glossary_id: str):
     check_key(request)
-    return describe(_get(request, glossary_id))
+    return describe(await _info(request, glossary_id))
 
 
 @router.get("/glossaries/{glossary_id}/entries")
 async def glossary_entries(request: Request, glossary_id: str):
     check_key(request)
-    glossary = _get(request, glossary_id)
-    return PlainTextResponse(format_entries(glossary.entries, "tsv"), media_type="text/tab-separated-values")
+    try:
+        glossary = await asyncio.to_thread(glossary_store(request).get, glossary_id, glossary_scope(request))
+    except UnknownGlossary:
+        raise ApiError(404, f"Glossary not found: {glossary_id}") from None
+    text = await asyncio.to_thread(format_entries, glossary.entries, "tsv")
+    return PlainTextResponse(text, media_type="text/tab-separated-values")
 
 
 @router.delete("/glossaries/{glossary_id}", status_code=204)
 async def delete_glossary(request: Request, glossary_id: str):
+    """Delete one of the caller's own glossaries; the operator's are 403, another key's 404."""
     check_key(request)
-    if not glossary_store(request).delete(glossary_id):
+    try:
+        deleted = await asyncio.to_thread(glossary_store(request).delete, glossary_id, glossary_scope(request))
+    except GlossaryForbidden as exc:
+        raise ApiError(403, str(exc)) from None
+    if not deleted:
         raise ApiError(404, f"Glossary not found: {glossary_id}")
     return Response(status_code=204)

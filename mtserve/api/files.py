@@ -20,7 +20,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.datastructures import UploadFile
 
 from mtserve.api.errors import ApiError, BodyTooLarge
-from mtserve.api.routes import ERRORS, admit, service_of, until_disconnect
+from mtserve.api.routes import ERRORS, admit, key_id_of, service_of, until_disconnect
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.settings import Settings
@@ -121,7 +121,7 @@ async def _submit(request: Request) -> Job:
     source = str(form.get("source") or "auto").strip() or "auto"
     if not target:
         raise ApiError(400, "target is missing; send the target language code, e.g. target=en")
-    glossary = _glossary(form.get("glossary"))
+    glossary = _glossary(form.get("glossary"), store.settings.glossary_request_entries)
     glossary_id = str(form.get("glossary_id") or "").strip() or None
     data = bytearray()
     while chunk := await upload.read(READ_CHUNK):
@@ -132,7 +132,7 @@ async def _submit(request: Request) -> Job:
     await form.close()
     try:
         return await store.submit(service, upload.filename or "", bytes(data), source, target, glossary,
-                                  glossary_id=glossary_id)
+                                  glossary_id=glossary_id, key_id=key_id_of(request))
     except LimitExceeded as exc:
         raise ApiError(413, str(exc)) from None
     except TooManyDocuments as exc:
@@ -141,14 +141,23 @@ async def _submit(request: Request) -> Job:
         raise ApiError(400, str(exc)) from None
 
 
-def _glossary(value: object) -> dict[str, str] | None:
+def _glossary(value: object, max_entries: int = 0) -> dict[str, str] | None:
     """The form's optional glossary: a JSON object of term -> translation, as /translate takes it."""
-    from mtserve.service.glossary import GlossaryError, validate_entries
+    from mtserve.service.glossary import (
+        GlossaryError,
+        GlossaryTooLarge,
+        check_request_entries,
+        validate_entries,
+    )
 
     if value is None or value == "":
         return None
     try:
-        return validate_entries(json.loads(str(value)), "glossary")
+        entries = validate_entries(json.loads(str(value)), "glossary")
+        check_request_entries(entries, max_entries)
+        return entries
+    except GlossaryTooLarge as exc:
+        raise ApiError(413, str(exc)) from None
     except json.JSONDecodeError:
         raise ApiError(400, 'glossary must be a JSON object of term -> translation, '
                             'e.g. {"猫": "cat"}') from None

@@ -27,6 +27,7 @@ from mtserve.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from mtserve.service.glossary import GlossaryTooLarge, check_request_entries
 from mtserve.service.runtime import Runtime
 from mtserve.service.translator import TranslationService, Usage
 from mtserve.settings import Settings
@@ -89,6 +90,12 @@ def admit(request: Request, body_key: str | None = None) -> None:
     ip = request.client.host if request.client else "-"
     caller = runtime_of(request).access.admit(secret, ip)
     request.state.caller = caller.label
+    request.state.key_id = caller.key_id  # whose stored glossaries the request may use
+
+
+def key_id_of(request: Request) -> str | None:
+    """The id of the API key that admit() accepted for this request; None without one."""
+    return getattr(request.state, "key_id", None)
 
 
 def bearer_token(request: Request) -> str | None:
@@ -140,6 +147,10 @@ def validate_translate(req: TranslateRequest, settings: Settings) -> list[str]:
         raise ApiError(413, f"the request has {chars} characters; the limit is {settings.char_limit}")
     if req.alternatives > settings.max_alternatives:
         raise ApiError(400, f"alternatives is {req.alternatives}; the most allowed is {settings.max_alternatives}")
+    try:
+        check_request_entries(req.glossary, settings.glossary_request_entries)
+    except GlossaryTooLarge as exc:
+        raise ApiError(413, str(exc)) from None
     return texts
 
 
@@ -201,7 +212,7 @@ async def translate(request: Request):
     work = asyncio.ensure_future(
         service.translate(texts, req.source, req.target, req.format, req.alternatives,
                           timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
-                          glossary_id=req.glossary_id)
+                          glossary_id=req.glossary_id, key_id=key_id_of(request))
     )
     results = await until_disconnect(request, work)
     if isinstance(results, Response):
@@ -241,7 +252,7 @@ async def _stream(request: Request, req: TranslateRequest):
     request.state.chars_in = len(req.q)
     events = service.stream(req.q, req.source, req.target, req.format,
                             timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
-                            glossary_id=req.glossary_id)
+                            glossary_id=req.glossary_id, key_id=key_id_of(request))
     # Fail before the 200 goes out: unsupported languages, a glossary_id that does not fit, a full queue.
     try:
         first = await events.__anext__()

@@ -5,6 +5,11 @@ The same store (``glossaries.sqlite3``) as DeepL's ``/v2/glossaries`` and the
 ``GET /v2/glossaries`` and usable at once by a running server, and one made
 through the API shows up here. Entries are TSV (``term<TAB>translation``), CSV
 or a JSON object, read from a file or, with ``-``, from stdin.
+
+The CLI is the operator: it lists, shows and removes every glossary, whoever
+made it, and the glossaries it adds belong to the operator, which API callers
+may read and use but not delete. ``list`` names each glossary's owner
+(``operator`` or the ``key:ID`` that made it through the API).
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ def add_parser(commands) -> None:
     add.add_argument("--target", "-t", required=True, help="target language code, e.g. en")
     add.add_argument("--format", choices=("tsv", "csv", "json"), default=None,
                      help="entries format (default: from the file's extension; tsv for stdin)")
-    sub.add_parser("list", help="id, name, language pair, entry count and creation time of each glossary")
+    sub.add_parser("list", help="id, name, language pair, entry count, creation time and owner of each glossary")
     show = sub.add_parser("show", help="print a glossary's entries as TSV")
     show.add_argument("id", help="the glossary's id from `glossary list`")
     remove = sub.add_parser("remove", help="delete a glossary")
     remove.add_argument("id", help="the glossary's id from `glossary list`")
     for command in sub.choices.values():
         add_setting_flags(command, ("home",))
+    add_setting_flags(add, ("glossary_max_entries",))
     parser.set_defaults(func=cmd_glossary)
 
 
@@ -67,8 +73,9 @@ def cmd_glossary(args: argparse.Namespace) -> int:
     try:
         if args.glossary_cmd == "add":
             text, fmt = _read_entries(args.file, args.format)
+            cap = settings.glossary_max_entries
             glossary = store.create(args.name, args.source.strip().lower(), args.target.strip().lower(),
-                                    parse_entries(text, fmt))
+                                    parse_entries(text, fmt, max_entries=cap), max_entries=cap)
             print(f"{glossary.id}  {glossary.name}  {glossary.source_lang}->{glossary.target_lang}  "
                   f"{glossary.entry_count} entries")
         elif args.glossary_cmd == "list":
@@ -77,7 +84,8 @@ def cmd_glossary(args: argparse.Namespace) -> int:
                 print(f"no glossaries in {store.path}; add one with `mtserve glossary add`", file=sys.stderr)
             for g in glossaries:
                 pair = f"{g.source_lang}->{g.target_lang}"
-                print(f"{g.id}  {g.name:<20} {pair:<8} {g.entry_count:>5} entries  {g.created}")
+                owner = f"key:{g.owner}" if g.owner else "operator"
+                print(f"{g.id}  {g.name:<20} {pair:<8} {g.entry_count:>5} entries  {g.created}  {owner}")
         elif args.glossary_cmd == "show":
             sys.stdout.write(format_entries(store.get(args.id).entries, "tsv"))
         elif args.glossary_cmd == "remove":

@@ -1,11 +1,22 @@
 """Document jobs: upload, translate in the background, report progress, keep the result a while.
 
-Jobs live in memory; their files live under ``HOME/files`` (``uploads/`` while
-a job is queued or running, ``results/`` once it is done). A result's name
-starts with its job's random id, so its download URL is unguessable, as
-LibreTranslate's is. A cleanup task deletes results, leftover uploads and
-finished jobs ``files_ttl_s`` after they were written; results therefore
-survive a restart until they expire, though the job records do not.
+A job's files live under ``HOME/files`` (``uploads/`` while it is queued or
+running, ``results/`` once it is done); its record lives in SQLite
+(``HOME/jobs.sqlite3``, ``mtserve.documents.job_records``), written before the
+upload is answered and after every change, from a worker thread. A result's
+name starts with its job's random id, so its download URL is unguessable, as
+LibreTranslate's is. A cleanup task deletes the records, results and leftover
+uploads of jobs ``files_ttl_s`` after they finished: records and files go
+together.
+
+A restart loses nothing a client was promised. On start every record is read
+back; a job that was queued or running when the server stopped (cleanly or
+not) is queued again from its upload, parsed again and translated from the
+start, or, if it cannot be (its upload is gone, its format is no longer
+enabled, the file no longer parses within the limits), it ends as failed with
+the reason. Finished jobs answer ``/jobs/{id}`` as before. Processes sharing
+one ``$MTSERVE_HOME`` each keep their own unfinished jobs; a starting one takes
+over only those of processes that are gone (``job_records.InstanceLocks``).
 
 At most ``files_jobs`` documents are translated at once; the others wait in
 line with status ``queued``. A job can be cancelled at any point: queued, it
@@ -27,6 +38,7 @@ from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
 from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
+from mtserve.documents.job_records import InstanceLocks, JobRecords
 from mtserve.documents.registry import enabled_formats, extensions_of, format_for, read_document
 from mtserve.documents.runner import translate_document
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
@@ -38,6 +50,8 @@ log = logging.getLogger(__name__)
 
 RESULT_NAME = re.compile(r"[0-9a-f]{32}\.[A-Za-z0-9_-]{1,80}\.[A-Za-z0-9_-]{1,16}\.[a-z0-9]{1,8}")
 JOB_ID = re.compile(r"[0-9a-f]{32}")
+SERVICE_WAIT_S = 600.0  # how long a job waits for the engine to (re)start before it fails
+RESUMED_NOTE = "the server restarted before this document was finished; it was translated again from the start"
 
 
 class JobStatus(str, enum.Enum):
@@ -71,6 +85,7 @@ class Job:
     notes: list[str] = field(default_factory=list)
     created_at: float = field(default_factory=time.time)
     finished_at: float | None = None
+    upload: str | None = None  # the file under uploads/ while the job is queued or running
     task: asyncio.Task | None = field(default=None, repr=False)
     version: int = 0
     _watchers: set[asyncio.Event] = field(default_factory=set, repr=False)
@@ -79,6 +94,28 @@ class Job:
         self.version += 1
         for event in self._watchers:
             event.set()
+
+    def record(self) -> dict:
+        """The job as its SQLite record holds it (the glossary is added once, on insert)."""
+        detected = None if self.detected is None else {"language": self.detected.language,
+                                                        "confidence": self.detected.confidence}
+        return {"id": self.id, "version": self.version, "status": self.status.value, "filename": self.filename,
+                "format": self.format, "source": self.source, "target": self.target, "total": self.total,
+                "done": self.done, "section": self.section, "error": self.error,
+                "error_status": self.error_status, "detected": detected, "result_name": self.result_name,
+                "result_filename": self.result_filename, "notes": list(self.notes), "upload": self.upload,
+                "created_at": self.created_at, "finished_at": self.finished_at}
+
+    @classmethod
+    def from_record(cls, row: dict) -> Job:
+        detected = row.get("detected")
+        return cls(id=row["id"], filename=row["filename"], format=row["format"], source=row["source"],
+                   target=row["target"], total=row["total"], status=JobStatus(row["status"]), done=row["done"],
+                   section=row["section"], error=row["error"], error_status=row["error_status"],
+                   detected=Detection(detected["language"], detected["confidence"]) if detected else None,
+                   result_name=row["result_name"], result_filename=row["result_filename"],
+                   notes=list(row["notes"] or []), created_at=row["created_at"],
+                   finished_at=row["finished_at"], upload=row["upload"], version=row["version"])
 
     def snapshot(self, ttl_s: float) -> dict:
         """The job as the API shows it."""
@@ -125,9 +162,17 @@ class JobStore:
         self.uploads = self.root / "uploads"
         self.results = self.root / "results"
         self.formats = enabled_formats(settings.files_formats)
+        self.records = JobRecords(settings.jobs_db)
+        self.instance = secrets.token_hex(8)  # this process, in the records of the jobs it runs
+        self._locks = InstanceLocks(settings.home / "jobs.instances", self.instance)
         self.jobs: dict[str, Job] = {}
+        self._reserved = 0  # places taken by uploads still being checked and parsed
         self._slots: asyncio.Semaphore | None = None
         self._cleanup: asyncio.Task | None = None
+        self._writer: asyncio.Task | None = None
+        self._dirty: set[str] = set()  # jobs changed since their record was last written
+        self._wake_writer = asyncio.Event()
+        self._stopping = False
 
     # --- lifecycle -----------------------------------------------------------------
     @property
@@ -143,20 +188,85 @@ class JobStore:
         return int(self.settings.files_max_mb * 1_000_000)
 
     async def start(self) -> None:
+        """Read every job back from disk, queue again the ones a stop interrupted, then clean up."""
+        self._stopping = False
         self._slots = asyncio.Semaphore(max(1, self.settings.files_jobs))
+        self._wake_writer = asyncio.Event()
         await asyncio.to_thread(self._make_dirs)
-        await asyncio.to_thread(self.sweep)
+        for row in await asyncio.to_thread(self._take_over):
+            job = Job.from_record(row)
+            self.jobs[job.id] = job
+            if not job.status.finished:
+                self._resume(job)
+        self._writer = asyncio.create_task(self._write_loop())
+        await self._sweep()
         self._cleanup = asyncio.create_task(self._cleanup_loop())
 
     async def stop(self) -> None:
+        """Stop every job where it is: its record stays queued or running, so the next start resumes it."""
+        self._stopping = True
         tasks = [t for t in (self._cleanup, *(j.task for j in self.jobs.values())) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+        await self._flush()
+        await asyncio.to_thread(self._locks.release)
+
+    def _take_over(self) -> list[dict]:
+        """The records this process serves: every finished job, and the unfinished ones no live process runs.
+
+        Another process that shares this home (a Ray replica) keeps its own unfinished jobs; those of
+        a process that died or stopped are claimed here, one starting process at a time.
+        """
+        self._locks.hold()
+        with self._locks.taking_over():
+            rows = self.records.load()
+            mine = [r for r in rows if JobStatus(r["status"]).finished or not self._locks.alive(r["instance"])]
+            self.records.claim([r["id"] for r in mine if not JobStatus(r["status"]).finished], self.instance)
+        return mine
 
     def _make_dirs(self) -> None:
         self.uploads.mkdir(parents=True, exist_ok=True)
         self.results.mkdir(parents=True, exist_ok=True)
+
+    def _resume(self, job: Job) -> None:
+        """Queue a job that a stop interrupted; its upload is read and parsed again when its turn comes."""
+        log.info("document job resumed after a restart", extra={"event": "job_resumed", "job": job.id,
+                                                                 "status": job.status.value})
+        job.status, job.done, job.section = JobStatus.QUEUED, 0, None
+        if RESUMED_NOTE not in job.notes:
+            job.notes.append(RESUMED_NOTE)
+        self._changed(job)
+        upload = self.uploads / (job.upload or f"{job.id}.missing")
+        job.task = asyncio.create_task(self._run(job, None, upload, None))
+
+    # --- the records ------------------------------------------------------------------
+    def _changed(self, job: Job) -> None:
+        """Tell watchers, and have the record written soon (changes in between are written once)."""
+        job.touch()
+        self._dirty.add(job.id)
+        self._wake_writer.set()
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._wake_writer.wait()
+            self._wake_writer.clear()
+            await self._flush()
+
+    async def _flush(self) -> None:
+        if not self._dirty:
+            return
+        ids, self._dirty = self._dirty, set()
+        rows = [self.jobs[i].record() for i in ids if i in self.jobs]
+        try:
+            await asyncio.to_thread(self.records.update, rows)
+        except Exception as exc:  # the disk: keep the changes, and try again at the next one
+            self._dirty |= ids
+            log.warning("could not write document job records", extra={"event": "jobs_write_error",
+                                                                       "error": repr(exc)})
 
     # --- submitting ------------------------------------------------------------------
     def check_size(self, size: int) -> None:
@@ -167,35 +277,62 @@ class JobStore:
 
     async def submit(self, service: TranslationService, filename: str, data: bytes, source: str,
                      target: str, glossary: dict[str, str] | None = None,
-                     glossary_id: str | None = None) -> Job:
+                     glossary_id: str | None = None, key_id: str | None = None) -> Job:
         """Check and parse the file, then queue its translation. Raises DocumentError (4xx) first.
 
-        A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload.
+        A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload;
+        ``key_id`` is the caller's API key id, whose glossaries (and the operator's) it may name. The job's
+        record is on disk before this returns.
         """
         self.check_size(len(data))
-        active = sum(1 for job in self.jobs.values() if not job.status.finished)
+        self._reserve_place()
+        try:
+            return await self._submit(service, filename, data, source, target, glossary, glossary_id, key_id)
+        finally:
+            self._reserved -= 1  # the job, if there is one, now holds its place itself
+
+    def _reserve_place(self) -> None:
+        """Take a place in the queue before anything awaits, so concurrent uploads cannot all pass."""
+        active = sum(1 for job in self.jobs.values() if not job.status.finished) + self._reserved
         if active >= self.settings.files_queue:
             raise TooManyDocuments(f"{active} documents are already waiting or being translated; "
                                    "retry when one has finished (MTSERVE_FILES_QUEUE)")
+        self._reserved += 1
+
+    async def _submit(self, service: TranslationService, filename: str, data: bytes, source: str,
+                      target: str, glossary: dict[str, str] | None, glossary_id: str | None,
+                      key_id: str | None) -> Job:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
-        glossary = service.request_glossary(source, target, glossary, glossary_id)
+        glossary = service.request_glossary(source, target, glossary, glossary_id, key_id)
         document = await asyncio.to_thread(read_document, filename, data, self.formats)
-        count = len(document.segments)
-        if count > self.settings.files_max_segments:
-            raise LimitExceeded(f"the document has {count:,} segments; the limit is "
-                                f"{self.settings.files_max_segments:,} (MTSERVE_FILES_MAX_SEGMENTS)")
-        if count == 0:
-            raise DocumentError(f"the .{fmt.extensions[0]} file has no text to translate")
+        count = self._check_segments(document, fmt.extensions[0])
         job = Job(id=secrets.token_hex(16), filename=PurePath(filename).name, format=fmt.name,
                   source=source, target=target, total=count, notes=list(document.notes))
-        upload = self.uploads / f"{job.id}.{fmt.extensions[0]}"
+        job.upload = f"{job.id}.{fmt.extensions[0]}"
+        upload = self.uploads / job.upload
         await asyncio.to_thread(self._write, upload, data)
+        try:
+            await asyncio.to_thread(self.records.insert,
+                                    {**job.record(), "glossary": glossary, "instance": self.instance})
+        except BaseException:
+            with contextlib.suppress(OSError):
+                upload.unlink()
+            raise
         self.jobs[job.id] = job
         job.task = asyncio.create_task(self._run(job, document, upload, glossary))
         log.info("document job queued", extra={"event": "job_queued", "job": job.id, "format": fmt.name,
                                                "bytes_in": len(data), "segments": count})
         return job
+
+    def _check_segments(self, document: Document, extension: str) -> int:
+        count = len(document.segments)
+        if count > self.settings.files_max_segments:
+            raise LimitExceeded(f"the document has {count:,} segments; the limit is "
+                                f"{self.settings.files_max_segments:,} (MTSERVE_FILES_MAX_SEGMENTS)")
+        if count == 0:
+            raise DocumentError(f"the .{extension} file has no text to translate")
+        return count
 
     def _write(self, path: Path, data: bytes) -> None:
         self._make_dirs()
@@ -203,21 +340,50 @@ class JobStore:
         partial.write_bytes(data)
         partial.replace(path)
 
-    async def _run(self, job: Job, document: Document, upload: Path, glossary: dict[str, str] | None) -> None:
+    async def _reload(self, job: Job, upload: Path) -> tuple[Document, dict[str, str] | None]:
+        """A resumed job's document and glossary, from its upload and its record; DocumentError if gone."""
+        try:
+            fmt = format_for(job.filename, self.formats)
+        except DocumentError as exc:
+            raise DocumentError(f"the server restarted before this document was translated, and no longer "
+                                f"takes its format: {exc}") from None
+        try:
+            data = await asyncio.to_thread(upload.read_bytes)
+        except OSError:
+            raise DocumentError("the server restarted before this document was translated, and its upload "
+                                "is gone; upload the document again") from None
+        document = await asyncio.to_thread(read_document, job.filename, data, self.formats)
+        job.total = self._check_segments(document, fmt.extensions[0])
+        return document, await asyncio.to_thread(self.records.glossary, job.id)
+
+    async def _ready_service(self) -> TranslationService:
+        """The translation service, waiting for it while the engine loads or restarts."""
+        deadline = time.monotonic() + SERVICE_WAIT_S
+        while (service := self._service()) is None:
+            if time.monotonic() > deadline:
+                raise SchedulerStopped(f"the translation service did not start within {SERVICE_WAIT_S:g} s")
+            await asyncio.sleep(0.25)
+        return service
+
+    async def _run(self, job: Job, document: Document | None, upload: Path,
+                   glossary: dict[str, str] | None) -> None:
+        """Translate the job's document; ``document`` None: a resumed job, read again from its upload."""
         started = time.monotonic()
+        interrupted = False  # by a stop: the record keeps its status, so the next start resumes it
         try:
             assert self._slots is not None, "JobStore.start() was not called"
             async with self._slots:
-                service = self._service()
-                if service is None:
-                    raise SchedulerStopped("the translation service is not running")
+                service = await self._ready_service()
+                if document is None:
+                    document, glossary = await self._reload(job, upload)
                 job.status = JobStatus.RUNNING
-                job.touch()
+                self._changed(job)
+                parsed = document
 
                 def progress(done: int, total: int) -> None:
                     job.done = done
-                    job.section = document.section_at(min(done, total - 1)) if total else None
-                    job.touch()
+                    job.section = parsed.section_at(min(done, total - 1)) if total else None
+                    self._changed(job)
 
                 result = await translate_document(service, document, job.source, job.target,
                                                   chunk_size=self.settings.files_chunk, glossary=glossary,
@@ -225,14 +391,17 @@ class JobStore:
                 stem = PurePath(job.filename).stem
                 extension = result.output.extension
                 job.detected = result.detected
-                job.notes = result.notes
+                job.notes = result.notes + [n for n in job.notes if n == RESUMED_NOTE]
                 name = f"{job.id}.{_slug(stem)}.{_slug(job.target)}.{extension}"
                 await asyncio.to_thread(self._write, self.results / name, result.output.data)
                 job.result_name = name
                 job.result_filename = f"{stem}.{job.target}.{extension}"
                 job.status = JobStatus.DONE
         except asyncio.CancelledError:
-            job.status = JobStatus.CANCELLED
+            if self._stopping:
+                interrupted = True
+            else:
+                job.status = JobStatus.CANCELLED
         except (DocumentError, UnsupportedLanguage) as exc:
             self._fail(job, str(exc), 400)
         except DeadlineExceeded:
@@ -243,13 +412,15 @@ class JobStore:
             log.error("document job failed", exc_info=exc, extra={"event": "job_error", "job": job.id})
             self._fail(job, f"internal error while translating the document (job {job.id})", 500)
         finally:
-            job.finished_at = time.time()
-            with contextlib.suppress(OSError):
-                upload.unlink()
-            log.info("document job finished", extra={
-                "event": "job_finished", "job": job.id, "status": job.status.value, "segments": job.done,
-                "duration_ms": round((time.monotonic() - started) * 1000, 1)})
-            job.touch()
+            if not interrupted:
+                job.finished_at = time.time()
+                job.upload = None
+                with contextlib.suppress(OSError):
+                    upload.unlink()
+                log.info("document job finished", extra={
+                    "event": "job_finished", "job": job.id, "status": job.status.value, "segments": job.done,
+                    "duration_ms": round((time.monotonic() - started) * 1000, 1)})
+                self._changed(job)
 
     @staticmethod
     def _fail(job: Job, message: str, status: int) -> None:
@@ -295,7 +466,8 @@ class JobStore:
             job.task.cancel()
             await asyncio.gather(job.task, return_exceptions=True)
             return True
-        self._forget(job)
+        self.jobs.pop(job.id, None)
+        await asyncio.to_thread(self._delete_files_and_records, [job])
         return False
 
     def result_path(self, name: str) -> Path | None:
@@ -320,19 +492,27 @@ class JobStore:
         return name.split(".", 1)[1]
 
     # --- expiry ------------------------------------------------------------------------
-    def _forget(self, job: Job) -> None:
-        self.jobs.pop(job.id, None)
-        if job.result_name:
-            with contextlib.suppress(OSError):
-                (self.results / job.result_name).unlink()
+    def _delete_files_and_records(self, jobs: list[Job]) -> None:
+        """The records of ``jobs`` and their results (in a worker thread)."""
+        for job in jobs:
+            if job.result_name:
+                with contextlib.suppress(OSError):
+                    (self.results / job.result_name).unlink()
+        self.records.delete(j.id for j in jobs)
 
-    def sweep(self) -> None:
-        """Delete finished jobs, results and leftover uploads older than the TTL."""
+    async def _sweep(self) -> None:
+        """Forget finished jobs older than the TTL, with their records and results; delete leftover files."""
         now = time.time()
-        for job in list(self.jobs.values()):
-            if job.finished_at is not None and now - job.finished_at > self.ttl_s:
-                self._forget(job)
+        expired = [j for j in self.jobs.values() if j.finished_at is not None and now - j.finished_at > self.ttl_s]
+        for job in expired:
+            self.jobs.pop(job.id, None)
         active = {j.id for j in self.jobs.values() if not j.status.finished}
+        await asyncio.to_thread(self._sweep_disk, expired, active, now)
+
+    def _sweep_disk(self, expired: list[Job], active: set[str], now: float) -> None:
+        self._delete_files_and_records(expired)
+        self.records.delete_finished_before(now - self.ttl_s)
+        active = active | self.records.unfinished_ids()  # another process's too: their uploads stay
         for folder in (self.uploads, self.results):
             if not folder.is_dir():
                 continue
@@ -346,6 +526,6 @@ class JobStore:
         while True:
             await asyncio.sleep(interval)
             try:
-                await asyncio.to_thread(self.sweep)
+                await self._sweep()
             except Exception as exc:  # never let cleanup die; say why once per round
                 log.warning("file cleanup failed", extra={"event": "files_cleanup_error", "error": repr(exc)})

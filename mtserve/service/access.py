@@ -5,21 +5,28 @@ stored (a key has 256 bits of entropy, so a slow hash adds nothing), and the
 lookup compares hashes with ``hmac.compare_digest``. A key is never logged:
 log lines carry its public id.
 
-Limits are per minute, counted in a sliding window, per key, and per client IP
-for anonymous use. Everything is in one process, like the engine: a service
-spread over several processes would move the counters to a shared store.
+Limits are per minute, counted in a sliding window, per key, and per client
+network for anonymous use: an IPv4 address (an IPv4-mapped IPv6 address counts
+as its IPv4 one), or an IPv6 /64, since one host or one home line is routinely
+given a whole /64 and could otherwise rotate addresses to escape its limit.
+The table of callers stays bounded: callers idle for a whole window are
+forgotten as they age out (the table is ordered by last use, so that costs
+nothing per hit), and beyond ``max_callers`` the least recently seen is
+dropped. Everything is in one process, like the engine: a service spread over
+several processes would move the counters to a shared store.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import math
 import secrets
 import sqlite3
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,22 +105,48 @@ class KeyStore:
         return found
 
 
+def client_network(ip: str) -> str:
+    """What an anonymous caller's limit is counted by: its IPv4 address, or its IPv6 /64.
+
+    Anything that is not an IP address (a test client's name, a Unix socket) is counted as given.
+    """
+    try:
+        address = ipaddress.ip_address(ip.split("%", 1)[0])  # no zone id: fe80::1%eth0
+    except ValueError:
+        return ip
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(address) >> 64 << 64, 64)))
+    return str(address)
+
+
 class RateLimiter:
-    """Sliding one-minute windows, one per caller."""
+    """Sliding one-minute windows, one per caller, in a table bounded by ``max_callers``."""
 
     WINDOW_S = 60.0
 
     def __init__(self, max_callers: int = 100_000):
-        self._hits: dict[str, deque[float]] = {}
+        self._hits: OrderedDict[str, deque[float]] = OrderedDict()  # least recently seen first
         self._lock = threading.Lock()
-        self._max_callers = max_callers
+        self._max_callers = max(1, max_callers)
+
+    def __len__(self) -> int:
+        return len(self._hits)
 
     def hit(self, caller: str, limit: int, now: float | None = None) -> None:
         if limit <= 0:
             return
         now = time.monotonic() if now is None else now
         with self._lock:
-            hits = self._hits.setdefault(caller, deque())
+            self._forget_idle(now)
+            hits = self._hits.get(caller)
+            if hits is None:
+                hits = self._hits[caller] = deque()
+                while len(self._hits) > self._max_callers:  # full of active callers: drop the stalest
+                    self._hits.popitem(last=False)
+            else:
+                self._hits.move_to_end(caller)
             while hits and hits[0] <= now - self.WINDOW_S:
                 hits.popleft()
             if len(hits) >= limit:
@@ -122,9 +155,18 @@ class RateLimiter:
                     f"rate limit of {limit} requests per minute reached; retry in {retry} s", retry
                 )
             hits.append(now)
-            if len(self._hits) > self._max_callers:  # forget idle callers, bounded memory
-                for stale in [c for c, h in self._hits.items() if not h or h[-1] <= now - self.WINDOW_S]:
-                    del self._hits[stale]
+
+    def _forget_idle(self, now: float) -> None:
+        """Drop callers, oldest first, whose last hit has left the window: they hold no count.
+
+        The table is in order of last use, so this stops at the first caller still counted;
+        a caller refused (no hit recorded) waits behind it until its turn at the front.
+        """
+        while self._hits:
+            oldest = next(iter(self._hits.values()))
+            if oldest and oldest[-1] > now - self.WINDOW_S:
+                return
+            self._hits.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -142,11 +184,12 @@ class Caller:
 class AccessControl:
     """The policy: off by default; on, keys are checked and every caller is rate limited."""
 
-    def __init__(self, store: KeyStore | None, *, require_key: bool, anonymous_rpm: int):
+    def __init__(self, store: KeyStore | None, *, require_key: bool, anonymous_rpm: int,
+                 max_callers: int = 100_000):
         self.store = store
         self.require_key = require_key
         self.anonymous_rpm = anonymous_rpm
-        self.limiter = RateLimiter()
+        self.limiter = RateLimiter(max_callers)
 
     @property
     def enabled(self) -> bool:
@@ -165,5 +208,5 @@ class AccessControl:
             raise AccessDenied(
                 "an API key is required: send it as api_key or in an Authorization: Bearer header"
             )
-        self.limiter.hit(f"ip:{ip}", self.anonymous_rpm)
+        self.limiter.hit(f"ip:{client_network(ip)}", self.anonymous_rpm)
         return Caller(None, ip)

@@ -15,11 +15,24 @@ sharing the cache with glossary-free requests.
 
 The store keeps named glossaries in SQLite under ``$MTSERVE_HOME`` with the
 shape DeepL's ``/v2/glossaries`` has: id, name, language pair, entries,
-creation time.
+creation time; and an owner. A glossary made through the API while API keys
+are on belongs to the key that made it; one made with ``mtserve glossary``
+(or while keys are off) belongs to the operator (no owner). A ``GlossaryScope``
+says what a caller may do: a key lists, reads and uses its own glossaries and
+the operator's, and deletes only its own; a caller without a key (keys on, not
+required) reads and uses the operator's only, and creates or deletes none,
+since a glossary it made would belong to nobody it could prove to be. With
+keys off there are no identities: every caller is the operator.
+
+Glossaries are immutable once made (as DeepL's are), so the entries of the
+few most used ones are kept in memory: a request with a ``glossary_id`` costs
+one primary-key lookup (the glossary may have been deleted since), not a read
+of every entry.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -27,12 +40,15 @@ import re
 import sqlite3
 import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 MAX_TERM_CHARS = 200
+MAX_NAME_CHARS = 200  # DeepL allows 1,024 bytes
+CACHED_GLOSSARIES = 32  # glossaries whose entries stay in memory, most recently used first
 ENTRY_FORMATS = ("tsv", "csv", "json")
 ANY_LANGUAGE = "*"
 
@@ -42,31 +58,100 @@ class GlossaryError(ValueError):
 
 
 class UnknownGlossary(GlossaryError):
-    """No stored glossary has that id (a 404 over HTTP)."""
+    """No stored glossary has that id, or none the caller may see (a 404 over HTTP)."""
 
 
 class GlossaryMismatch(GlossaryError):
     """A stored glossary that does not fit the request's language pair (a 400 over HTTP)."""
 
 
+class GlossaryForbidden(GlossaryError):
+    """The caller may not do that to glossaries: create one without a key, delete the operator's (403)."""
+
+
+class GlossaryQuota(GlossaryForbidden):
+    """The caller already owns as many glossaries as it may (403)."""
+
+
+class GlossaryTooLarge(GlossaryError):
+    """More entries than a glossary may have (413)."""
+
+
 @dataclass(frozen=True)
-class Glossary:
+class GlossaryInfo:
+    """A glossary's metadata and entry count: what a listing shows, read without its entries."""
+
     id: str
     name: str
     source_lang: str
     target_lang: str
-    entries: dict[str, str]
     created: str  # ISO 8601, UTC
-
-    @property
-    def entry_count(self) -> int:
-        return len(self.entries)
+    entry_count: int
+    owner: str | None = None  # the id of the API key that made it; None: the operator's
 
     def describe(self) -> dict:
         """The metadata without the entries, as a listing shows it."""
         return {"glossary_id": self.id, "name": self.name, "source_lang": self.source_lang,
                 "target_lang": self.target_lang, "creation_time": self.created,
                 "entry_count": self.entry_count, "ready": True}
+
+
+@dataclass(frozen=True)
+class Glossary(GlossaryInfo):
+    entries: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GlossaryScope:
+    """Which glossaries a caller may see, use and delete, and who owns the ones it makes.
+
+    ``everything``: the operator (the CLI; any caller while API keys are off). Otherwise a
+    caller with ``key_id`` sees its own and the operator's and deletes its own; one without
+    (``key_id`` None) sees the operator's and changes nothing.
+    """
+
+    key_id: str | None = None
+    everything: bool = False
+
+    def sees(self, owner: str | None) -> bool:
+        return self.everything or owner is None or owner == self.key_id
+
+    def may_delete(self, owner: str | None) -> bool:
+        return self.everything or (self.key_id is not None and owner == self.key_id)
+
+    def owner_of_new(self) -> str | None:
+        """The owner a glossary this caller creates gets; GlossaryForbidden for a caller without a key."""
+        if self.everything:
+            return None
+        if self.key_id is None:
+            raise GlossaryForbidden("creating a glossary needs an API key: send it as "
+                                    "Authorization: DeepL-Auth-Key <key> (keys: `mtserve keys add`)")
+        return self.key_id
+
+    def where(self) -> tuple[str, tuple[str, ...]]:
+        """The SQL condition on ``glossaries.owner`` for what this scope sees."""
+        if self.everything:
+            return "1 = 1", ()
+        if self.key_id is None:
+            return "owner IS NULL", ()
+        return "(owner IS NULL OR owner = ?)", (self.key_id,)
+
+
+OPERATOR = GlossaryScope(everything=True)
+
+
+def scope_for(key_id: str | None, keys_on: bool) -> GlossaryScope:
+    """The scope of an API caller: with keys off everyone is the operator, with keys on its key decides."""
+    return GlossaryScope(key_id=key_id) if keys_on else OPERATOR
+
+
+def check_request_entries(entries: Mapping[str, str] | None, limit: int,
+                          setting: str = "MTSERVE_GLOSSARY_REQUEST_ENTRIES") -> None:
+    """A request's own glossary object within its cap, or GlossaryTooLarge saying what to do instead."""
+    if entries and limit > 0 and len(entries) > limit:
+        raise GlossaryTooLarge(f"the request's glossary has {len(entries):,} entries; the limit is {limit:,} "
+                               f"({setting}); store a larger one with POST /v2/glossaries and send its "
+                               "glossary_id instead")
 
 
 # --- entries: validation and parsing ------------------------------------------------------
@@ -78,7 +163,8 @@ def validate_entries(entries: object, where: str = "glossary") -> dict[str, str]
     clean: dict[str, str] = {}
     for term, translation in entries.items():
         if not isinstance(term, str) or not isinstance(translation, str):
-            raise GlossaryError(f"{where}: every term and translation must be a string; got {term!r}: {translation!r}")
+            raise GlossaryError(f"{where}: every term and translation must be a string; got "
+                                f"{_shown(term)}: {_shown(translation)}")
         term, translation = term.strip(), translation.strip()
         if not term or not translation:
             raise GlossaryError(f"{where}: empty term or translation in {term!r}: {translation!r}")
@@ -90,8 +176,16 @@ def validate_entries(entries: object, where: str = "glossary") -> dict[str, str]
     return clean
 
 
-def parse_entries(text: str, fmt: str = "tsv") -> dict[str, str]:
-    """Entries from DeepL's formats: ``tsv`` (term<TAB>translation), ``csv``, or a ``json`` object."""
+def _shown(value: object) -> str:
+    """A value for an error message: a string's start, else only its type (a nested one has no safe repr)."""
+    return repr(value[:40]) if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def parse_entries(text: str, fmt: str = "tsv", max_entries: int = 0) -> dict[str, str]:
+    """Entries from DeepL's formats: ``tsv`` (term<TAB>translation), ``csv``, or a ``json`` object.
+
+    ``max_entries`` (0: no cap) stops a long text at the first entry over the cap (GlossaryTooLarge).
+    """
     if fmt not in ENTRY_FORMATS:
         raise GlossaryError(f"unknown entries format {fmt!r}; use one of {', '.join(ENTRY_FORMATS)}")
     if fmt == "json":
@@ -99,18 +193,34 @@ def parse_entries(text: str, fmt: str = "tsv") -> dict[str, str]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise GlossaryError(f"glossary entries are not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        except (RecursionError, ValueError):  # nested too deep; an integer of thousands of digits
+            raise GlossaryError("glossary entries must be a flat JSON object of term -> translation") from None
+        if isinstance(data, Mapping):
+            _check_count(len(data), max_entries)
         return validate_entries(data, "glossary entries")
     rows = csv.reader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",",
                       quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
     pairs: dict[str, str] = {}
-    for number, row in enumerate(rows, 1):
-        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-            continue
-        if len(row) < 2:
-            raise GlossaryError(f"glossary entries, line {number}: expected term{'<TAB>' if fmt == 'tsv' else ','}"
-                                f"translation, got {row[0][:40]!r}")
-        pairs[row[0]] = row[1]
+    number = 0
+    try:
+        for number, row in enumerate(rows, 1):
+            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+                continue
+            if len(row) < 2:
+                raise GlossaryError(f"glossary entries, line {number}: expected "
+                                    f"term{'<TAB>' if fmt == 'tsv' else ','}translation, got {row[0][:40]!r}")
+            pairs[row[0]] = row[1]
+            _check_count(len(pairs), max_entries)
+    except csv.Error as exc:  # a field over csv's 131,072-character limit, a stray quote
+        raise GlossaryError(f"glossary entries, line {number + 1}: {exc}; a term or translation has at most "
+                            f"{MAX_TERM_CHARS} characters") from None
     return validate_entries(pairs, "glossary entries")
+
+
+def _check_count(count: int, max_entries: int) -> None:
+    if max_entries > 0 and count > max_entries:
+        raise GlossaryTooLarge(f"the glossary has more than {max_entries:,} entries, the limit per glossary "
+                               "(MTSERVE_GLOSSARY_MAX_ENTRIES); split it, or ask the operator to raise it")
 
 
 def format_entries(entries: Mapping[str, str], fmt: str = "tsv") -> str:
@@ -251,7 +361,7 @@ class GlossaryFile:
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS glossaries (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, source_lang TEXT NOT NULL,
-    target_lang TEXT NOT NULL, created TEXT NOT NULL
+    target_lang TEXT NOT NULL, created TEXT NOT NULL, owner TEXT
 );
 CREATE TABLE IF NOT EXISTS entries (
     glossary_id TEXT NOT NULL REFERENCES glossaries(id) ON DELETE CASCADE,
@@ -259,67 +369,136 @@ CREATE TABLE IF NOT EXISTS entries (
     PRIMARY KEY (glossary_id, term)
 );
 """
+_INFO = ("SELECT g.id, g.name, g.source_lang, g.target_lang, g.created, "
+         "(SELECT COUNT(*) FROM entries e WHERE e.glossary_id = g.id), g.owner FROM glossaries g")
 
 
 class GlossaryStore:
-    """Named glossaries, persisted in one SQLite file. Safe to share between threads."""
+    """Named glossaries, persisted in one SQLite file. Safe to share between threads and processes.
+
+    Every method takes the caller's ``GlossaryScope`` (default: the operator, who sees all). A
+    glossary outside the scope is an UnknownGlossary, exactly like one that does not exist, so a
+    key cannot probe for others' ids.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
         self._lock = threading.Lock()
-        self._created = False  # the file and its tables are made on first use, not by the constructor
+        self._ready = False  # the file, its tables and the owner column are made on first use
+        self._cache: OrderedDict[str, dict[str, str]] = OrderedDict()  # id -> entries, most recent last
 
-    def _connect(self) -> sqlite3.Connection:
-        if not self._created:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=10)
-        db.execute("PRAGMA foreign_keys = ON")
-        if not self._created:
-            db.executescript(_SCHEMA)
-            self._created = True
-        return db
+    @contextlib.contextmanager
+    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """One connection per call, closed after; a write holds SQLite's write lock from its start."""
+        with self._lock:
+            if not self._ready:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            try:
+                db.execute("PRAGMA foreign_keys = ON")
+                if not self._ready:
+                    self._migrate(db)
+                    self._ready = True
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield db
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            finally:
+                db.close()
 
-    def create(self, name: str, source: str, target: str, entries: Mapping[str, str]) -> Glossary:
+    @staticmethod
+    def _migrate(db: sqlite3.Connection) -> None:
+        """Make the tables; a file from before owners gets the column, and its glossaries are the operator's."""
+        db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(glossaries)")}
+        if "owner" not in columns:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                db.execute("ALTER TABLE glossaries ADD COLUMN owner TEXT")
+        db.execute("CREATE INDEX IF NOT EXISTS glossaries_by_owner ON glossaries (owner)")
+
+    def create(self, name: str, source: str, target: str, entries: Mapping[str, str], *,
+               scope: GlossaryScope = OPERATOR, max_entries: int = 0, max_owned: int = 0) -> Glossary:
+        """A new glossary owned by the scope's key (or the operator's).
+
+        ``max_entries`` caps its entries (GlossaryTooLarge), ``max_owned`` the glossaries its owner
+        may hold (GlossaryQuota); 0 is no cap. The count and the insert are one transaction.
+        """
+        owner = scope.owner_of_new()
         if not isinstance(name, str) or not name.strip():
             raise GlossaryError("a glossary needs a non-empty name")
+        if len(name.strip()) > MAX_NAME_CHARS:
+            raise GlossaryError(f"a glossary's name has at most {MAX_NAME_CHARS} characters")
         for role, code in (("source_lang", source), ("target_lang", target)):
             if not isinstance(code, str) or not re.fullmatch(r"[a-z]{2,3}(?:-[A-Za-z]{2,4})?", code):
-                raise GlossaryError(f"{role} must be a language code such as 'zh' or 'en', got {code!r}")
+                raise GlossaryError(f"{role} must be a language code such as 'zh' or 'en', got {_shown(code)}")
+        if isinstance(entries, Mapping):
+            _check_count(len(entries), max_entries)
         clean = validate_entries(entries, "entries")
         if not clean:
             raise GlossaryError("a glossary needs at least one entry")
-        glossary = Glossary(uuid.uuid4().hex, name.strip(), source, target, clean,
-                            datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        with self._lock, self._connect() as db:
-            db.execute("INSERT INTO glossaries VALUES (?, ?, ?, ?, ?)",
-                       (glossary.id, glossary.name, source, target, glossary.created))
+        glossary = Glossary(uuid.uuid4().hex, name.strip(), source, target,
+                            datetime.now(timezone.utc).isoformat(timespec="seconds"), len(clean), owner, clean)
+        with self._db(write=True) as db:
+            if max_owned > 0:
+                held = db.execute("SELECT COUNT(*) FROM glossaries WHERE owner IS ?", (owner,)).fetchone()[0]
+                if held >= max_owned:
+                    who = f"API key {owner}" if owner else "the server (API keys are off)"
+                    raise GlossaryQuota(f"{who} already has {held:,} glossaries, the limit "
+                                        "(MTSERVE_GLOSSARIES_PER_KEY); delete one before creating another")
+            db.execute("INSERT INTO glossaries (id, name, source_lang, target_lang, created, owner) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (glossary.id, glossary.name, source, target, glossary.created, owner))
             db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
                            [(glossary.id, i, t, tr) for i, (t, tr) in enumerate(clean.items())])
         return glossary
 
-    def get(self, glossary_id: str) -> Glossary:
-        with self._lock, self._connect() as db:
-            row = db.execute("SELECT id, name, source_lang, target_lang, created FROM glossaries WHERE id = ?",
-                             (glossary_id,)).fetchone()
-            if row is None:
-                raise UnknownGlossary(f"no glossary with id {glossary_id!r}; list the ids with "
-                                      "`mtserve glossary list` or GET /v2/glossaries")
-            entries = db.execute("SELECT term, translation FROM entries WHERE glossary_id = ? ORDER BY position",
-                                 (glossary_id,)).fetchall()
-        return Glossary(row[0], row[1], row[2], row[3], dict(entries), row[4])
+    def info(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> GlossaryInfo:
+        """The metadata and entry count, without reading the entries."""
+        where, args = scope.where()
+        with self._db() as db:
+            row = db.execute(f"{_INFO} WHERE g.id = ? AND {where}", (glossary_id, *args)).fetchone()
+        if row is None:
+            raise UnknownGlossary(f"no glossary with id {glossary_id!r}; list the ids with "
+                                  "`mtserve glossary list` or GET /v2/glossaries")
+        return GlossaryInfo(*row)
 
-    def entries(self, glossary_id: str) -> dict[str, str]:
-        return self.get(glossary_id).entries
+    def get(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> Glossary:
+        found = self.info(glossary_id, scope)
+        return Glossary(**found.__dict__, entries=self._entries(found.id))
 
-    def for_pair(self, glossary_id: str, source: str, target: str) -> dict[str, str]:
+    def _entries(self, glossary_id: str) -> dict[str, str]:
+        """The entries, from memory if this glossary was read lately (glossaries never change)."""
+        with self._lock:
+            cached = self._cache.get(glossary_id)
+            if cached is not None:
+                self._cache.move_to_end(glossary_id)
+                return cached
+        with self._db() as db:
+            entries = dict(db.execute("SELECT term, translation FROM entries WHERE glossary_id = ? "
+                                      "ORDER BY position", (glossary_id,)).fetchall())
+        with self._lock:
+            self._cache[glossary_id] = entries
+            while len(self._cache) > CACHED_GLOSSARIES:
+                self._cache.popitem(last=False)
+        return entries
+
+    def entries(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> dict[str, str]:
+        return self.get(glossary_id, scope).entries
+
+    def for_pair(self, glossary_id: str, source: str, target: str,
+                 scope: GlossaryScope = OPERATOR) -> dict[str, str]:
         """The entries of glossary ``glossary_id`` for a request from ``source`` to ``target``.
 
         The rule DeepL has: a glossary serves its own language pair only, and
         only a request that names its source (``auto`` is refused, since the
         detected language of each text could differ). Raises UnknownGlossary
-        or GlossaryMismatch, with what to send instead.
+        (also for a glossary outside the scope) or GlossaryMismatch, with what
+        to send instead.
         """
-        found = self.get(glossary_id)
+        found = self.info(glossary_id, scope)
         pair = f"{found.source_lang}->{found.target_lang}"
         which = f"glossary {found.id!r} ({found.name!r})"
         if source == "auto":
@@ -328,18 +507,30 @@ class GlossaryStore:
         if (found.source_lang, found.target_lang) != (source, target):
             raise GlossaryMismatch(f"{which} is for {pair}, but the request is {source}->{target}; "
                                    f"translate {pair} with it, or use a glossary made for {source}->{target}")
-        return found.entries
+        return self._entries(found.id)
 
-    def list(self) -> list[Glossary]:
-        with self._lock, self._connect() as db:
-            ids = [r[0] for r in db.execute("SELECT id FROM glossaries ORDER BY created, name")]
-        return [self.get(i) for i in ids]
+    def list(self, scope: GlossaryScope = OPERATOR) -> list[GlossaryInfo]:
+        """Metadata and entry counts (counted in SQL), never the entries."""
+        where, args = scope.where()
+        with self._db() as db:
+            rows = db.execute(f"{_INFO} WHERE {where} ORDER BY g.created, g.name", args).fetchall()
+        return [GlossaryInfo(*row) for row in rows]
 
-    def delete(self, glossary_id: str) -> bool:
-        """True if it existed."""
-        with self._lock, self._connect() as db:
-            deleted = db.execute("DELETE FROM glossaries WHERE id = ?", (glossary_id,)).rowcount
-        return bool(deleted)
+    def delete(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> bool:
+        """True if it existed (in the scope). GlossaryForbidden for one the scope sees but may not delete."""
+        where, args = scope.where()
+        with self._db(write=True) as db:
+            row = db.execute(f"SELECT owner FROM glossaries g WHERE id = ? AND {where}",
+                             (glossary_id, *args)).fetchone()
+            if row is None:
+                return False
+            if not scope.may_delete(row[0]):
+                raise GlossaryForbidden(f"glossary {glossary_id!r} belongs to the server's operator; it can be "
+                                        "used but not deleted through the API (`mtserve glossary remove` does)")
+            db.execute("DELETE FROM glossaries WHERE id = ?", (glossary_id,))
+        with self._lock:
+            self._cache.pop(glossary_id, None)
+        return True
 
 
 def merge(*layers: Mapping[str, str] | None) -> dict[str, str]:

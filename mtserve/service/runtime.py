@@ -52,6 +52,7 @@ class Runtime:
             KeyStore(settings.keys_db) if settings.api_keys else None,
             require_key=settings.require_api_key,
             anonymous_rpm=settings.anonymous_rpm,
+            max_callers=settings.rate_limit_callers,
         )
         # Named glossaries under $MTSERVE_HOME (the file is made on first use): DeepL's /v2/glossaries,
         # `mtserve glossary`, and every request's glossary_id share this one store.

@@ -25,11 +25,13 @@ from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
 from mtserve.service.glossary import (
     GlossaryFile,
+    GlossaryScope,
     GlossaryStore,
     UnknownGlossary,
     canonical,
     matching_entries,
     merge,
+    scope_for,
 )
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
@@ -208,25 +210,31 @@ class TranslationService:
         """The server-wide entries for the pair, overridden by the request's own."""
         return merge(self.glossary_file.entries_for(source, target), glossary)
 
-    def named_glossary(self, glossary_id: str, source: str, target: str) -> dict[str, str]:
+    def glossary_scope(self, key_id: str | None) -> GlossaryScope:
+        """Which stored glossaries the caller with API key ``key_id`` (None: no key) may see and use."""
+        return scope_for(key_id, keys_on=bool(getattr(self.settings, "api_keys", False)))
+
+    def named_glossary(self, glossary_id: str, source: str, target: str,
+                       key_id: str | None = None) -> dict[str, str]:
         """The entries of stored glossary ``glossary_id``, if its pair is source->target.
 
-        Raises UnknownGlossary (no such id) or GlossaryMismatch (another pair,
-        or source 'auto'); both say what to send instead.
+        ``key_id`` is the caller's API key id: with keys on, a caller uses its own glossaries
+        and the operator's (another key's is unknown to it). Raises UnknownGlossary (no such
+        id) or GlossaryMismatch (another pair, or source 'auto'); both say what to send instead.
         """
         if self.glossaries is None:
             raise UnknownGlossary(f"no glossary with id {glossary_id!r}: this service has no glossary store")
-        return self.glossaries.for_pair(glossary_id, source, target)
+        return self.glossaries.for_pair(glossary_id, source, target, self.glossary_scope(key_id))
 
     def request_glossary(self, source: str, target: str, glossary: dict[str, str] | None,
-                         glossary_id: str | None) -> dict[str, str] | None:
+                         glossary_id: str | None, key_id: str | None = None) -> dict[str, str] | None:
         """A request's own layers: the named glossary, overridden by the request's ``glossary``.
 
         The server-wide file goes under both later, per detected pair (``glossary_for``).
         """
         if not glossary_id:
             return glossary
-        return merge(self.named_glossary(glossary_id, source, target), glossary)
+        return merge(self.named_glossary(glossary_id, source, target, key_id), glossary)
 
     def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
                         temperature: float = 0.0, seed: int | None = None) -> TranslationRequest:
@@ -294,15 +302,17 @@ class TranslationService:
         priority: Priority = Priority.INTERACTIVE,
         glossary: dict[str, str] | None = None,
         glossary_id: str | None = None,
+        key_id: str | None = None,
     ) -> list[Translation]:
         """Translate texts as one request: one ticket, one deadline, all segments fair-queued.
 
         ``glossary`` ({term: translation}) adds to the server-wide glossary for this request;
-        ``glossary_id`` names a stored glossary that sits between the two (``request_glossary``).
+        ``glossary_id`` names a stored glossary that sits between the two (``request_glossary``),
+        one the caller with API key ``key_id`` may use.
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
-        glossary = self.request_glossary(source, target, glossary, glossary_id)
+        glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
         texts = [self.repair(t) for t in texts]
         resolved = [self.resolve_source(t, source, target) for t in texts]
         for src, _ in resolved:
@@ -436,7 +446,7 @@ class TranslationService:
     async def stream(
         self, text: str, source: str, target: str, fmt: str = "text",
         timeout_s: float | None = None, usage: Usage | None = None,
-        glossary: dict[str, str] | None = None, glossary_id: str | None = None,
+        glossary: dict[str, str] | None = None, glossary_id: str | None = None, key_id: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Yield the translation as it is generated, segment by segment, in order.
 
@@ -449,7 +459,7 @@ class TranslationService:
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
-        glossary = self.request_glossary(source, target, glossary, glossary_id)
+        glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
         text = self.repair(text)
         src, detected = self.resolve_source(text, source, target)
         self.check_pair(src, target)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from mtserve.service.access import AccessControl, AccessDenied, KeyStore, RateLimited, RateLimiter
+from mtserve.service.access import (
+    AccessControl,
+    AccessDenied,
+    KeyStore,
+    RateLimited,
+    RateLimiter,
+    client_network,
+)
 
 
 def test_keys_are_stored_hashed_and_found_by_their_secret(tmp_path):
@@ -49,3 +56,62 @@ def test_access_control_policy(tmp_path):
     strict = AccessControl(store, require_key=True, anonymous_rpm=0)
     with pytest.raises(AccessDenied, match="required"):
         strict.admit(None, "ip")
+
+
+# --- anonymous callers by network, and a bounded table (issue 14, defect 9) ------------------------
+@pytest.mark.parametrize("ip, network", [
+    ("203.0.113.7", "203.0.113.7"),
+    ("::ffff:203.0.113.7", "203.0.113.7"),  # IPv4-mapped IPv6 is the IPv4 caller
+    ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+    ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
+    ("fe80::1%eth0", "fe80::/64"),
+    ("testclient", "testclient"),  # not an address: counted as given
+])
+def test_anonymous_callers_are_counted_per_ipv4_address_or_ipv6_slash_64(ip, network):
+    assert client_network(ip) == network
+
+
+def test_rotating_ipv6_addresses_inside_one_64_share_one_limit(tmp_path):
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    policy = AccessControl(store, require_key=False, anonymous_rpm=3)
+    for host in range(3):
+        policy.admit(None, f"2001:db8:0:7::{host + 1:x}")
+    with pytest.raises(RateLimited):
+        policy.admit(None, "2001:db8:0:7:ffff:ffff:ffff:ffff")  # a fourth address, the same /64
+    policy.admit(None, "2001:db8:0:8::1")  # the next /64 is another caller
+    for _ in range(3):
+        policy.admit(None, "198.51.100.1")
+    with pytest.raises(RateLimited):
+        policy.admit(None, "::ffff:198.51.100.1")  # the same IPv4 caller, written as IPv6
+    policy.admit(None, "198.51.100.2")  # IPv4 is per address
+
+
+def test_idle_callers_are_forgotten_so_the_table_stays_small():
+    limiter = RateLimiter()
+    for i in range(1000):  # a thousand callers, one hit each, a millisecond apart
+        limiter.hit(f"ip:{i}", 5, now=1000.0 + i / 1000)
+    assert len(limiter) == 1000
+    limiter.hit("ip:late", 5, now=1000.0 + 61)  # a minute later every one of them is idle
+    assert len(limiter) == 1
+    print(f"callers tracked after the window: {len(limiter)}")
+
+
+def test_an_idle_caller_is_forgotten_but_an_active_one_keeps_its_count():
+    limiter = RateLimiter()
+    limiter.hit("idle", 2, now=0.0)
+    limiter.hit("busy", 2, now=30.0)
+    limiter.hit("busy", 2, now=40.0)
+    limiter.hit("other", 2, now=61.0)  # idle's only hit has left the window; busy's two have not
+    assert len(limiter) == 2
+    with pytest.raises(RateLimited):
+        limiter.hit("busy", 2, now=62.0)
+
+
+def test_the_table_never_holds_more_than_max_callers():
+    limiter = RateLimiter(max_callers=100)
+    for i in range(1000):  # all within one window: none is idle
+        limiter.hit(f"ip:{i}", 2, now=1.0 + i / 1000)
+    assert len(limiter) == 100
+    limiter.hit("ip:999", 2, now=2.0)  # the most recent callers are the ones kept, with their counts
+    with pytest.raises(RateLimited):
+        limiter.hit("ip:999", 2, now=2.0)
