@@ -27,7 +27,7 @@ from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
 from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
-from mtserve.documents.registry import enabled_formats, extensions_of, format_for, read_document
+from mtserve.documents.registry import ReadOptions, enabled_formats, extensions_of, format_for, read_document
 from mtserve.documents.runner import translate_document
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
 from mtserve.service.translator import TranslationService, UnsupportedLanguage
@@ -180,7 +180,8 @@ class JobStore:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
         glossary = service.request_glossary(source, target, glossary, glossary_id)
-        document = await asyncio.to_thread(read_document, filename, data, self.formats)
+        document = await asyncio.to_thread(read_document, filename, data, self.formats,
+                                           ReadOptions.from_settings(self.settings))
         count = len(document.segments)
         if count > self.settings.files_max_segments:
             raise LimitExceeded(f"the document has {count:,} segments; the limit is "
