@@ -329,6 +329,10 @@ def read_xliff(data: bytes) -> XliffDocument:
         root = etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError as exc:
         raise DocumentError(f"could not read the XLIFF file: it is not well-formed XML ({exc})") from None
+    dtd = root.getroottree().docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.iterentities()):  # XXE, billion laughs: XLIFF needs none
+        raise DocumentError("could not read the XLIFF file: it declares XML entities in a DOCTYPE, which "
+                            "mtserve does not expand; export it again without the DOCTYPE")
     namespace = etree.QName(root).namespace or ""
     if _local(root) != "xliff":
         raise DocumentError(f"could not read the XLIFF file: its root element is <{_local(root)}>, not <xliff>")

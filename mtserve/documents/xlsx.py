@@ -33,8 +33,6 @@ from mtserve.documents.office import (
 )
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
 CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 VT = "http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes"
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
