@@ -35,13 +35,14 @@ from mtserve.documents.office import (
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 VT = "http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes"
+STRICT = "http://purl.oclc.org/ooxml/spreadsheetml/main"  # ISO 29500 Strict: the same, renamed
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 SHEET_TEXT = Dialect(  # shared strings, inline strings and comments
-    paragraphs=q(S, "si", "is", "text"),
-    text=q(S, "t"),
+    paragraphs=q(S, "si", "is", "text") | q(STRICT, "si", "is", "text"),
+    text=q(S, "t") | q(STRICT, "t"),
     mixed=False,
-    descend=q(S, "r"),
+    descend=q(S, "r") | q(STRICT, "r"),
     breaks=frozenset(),
     preserve_space=True,
 )
@@ -257,8 +258,8 @@ def _text_parts(archive: zipfile.ZipFile) -> list[_Part]:
             continue  # no text of its own: the part stays byte for byte
         tree = parse_part(archive, name, "xlsx")
         if _WORKSHEET.fullmatch(name):
-            paragraphs = [c.find(f"{{{S}}}is") for c in tree.iter(f"{{{S}}}c") if c.get("t") == "inlineStr"]
-            paragraphs = [p for p in paragraphs if p is not None]
+            paragraphs = [child for c in tree.iter(f"{{{S}}}c", f"{{{STRICT}}}c") if c.get("t") == "inlineStr"
+                          for child in c if child.tag in SHEET_TEXT.paragraphs]
         else:
             paragraphs = list(tree.iter(*dialect.paragraphs))
         units = [u for p in paragraphs for u in paragraph_units(p, dialect) if _has_words(u.text)]
