@@ -341,15 +341,15 @@ def read_xliff(data: bytes) -> XliffDocument:
             "and a translation that lost or moved one is translated again between the codes.")
     if namespace == NS12:
         units = _units_12(root)
-        notes = [kept, "Units with no target (or an empty one, or in state new/needs-translation) are "
-                 "translated and get state needs-review-translation (state-qualifier mt-suggestion); "
-                 "existing targets, approved, final, signed-off and translate=\"no\" units are kept.",
+        notes = [kept, ("Units with no target (or an empty one, or in state new/needs-translation) are "
+                        "translated and get state needs-review-translation (state-qualifier mt-suggestion); "
+                        "existing targets, approved, final, signed-off and translate=\"no\" units are kept."),
                  "target-language is set on every <file>."]
         return XliffDocument(tree, 1, units, notes, _declaration(data))
     if namespace.startswith(NS2):
         units = _units_2(root, namespace)
-        notes = [kept, "Segments with no target (or an empty one) are translated and get state "
-                 "translated; existing targets, final and translate=\"no\" segments are kept.",
+        notes = [kept, ("Segments with no target (or an empty one) are translated and get state "
+                        "translated; existing targets, final and translate=\"no\" segments are kept."),
                  "trgLang is set on <xliff>."]
         return XliffDocument(tree, 2, units, notes, _declaration(data))
     version = root.get("version") or "unknown"

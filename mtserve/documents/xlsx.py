@@ -29,7 +29,16 @@ from lxml import etree
 
 from mtserve.documents.base import Document, Output
 from mtserve.documents.office import (
-    DRAWING, Dialect, _Unit, open_zip, paragraph_units, parse_part, q, rewrite_zip, serialize, write_unit,
+    DRAWING,
+    Dialect,
+    _Unit,
+    open_zip,
+    paragraph_units,
+    parse_part,
+    q,
+    rewrite_zip,
+    serialize,
+    write_unit,
 )
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -320,14 +329,14 @@ def _sheet_names(archive: zipfile.ZipFile, parts: list[_Part]) -> tuple[_SheetNa
 def read_xlsx(data: bytes, *, sheet_names: bool = False) -> XlsxDocument:
     archive = open_zip(data, "xlsx", "xl/workbook.xml")
     parts = _text_parts(archive)
-    notes = ["Formulas, numbers, dates, styles, merged cells, charts and tables are kept byte for byte; "
-             "shared and inline strings, comments and text boxes are translated.",
+    notes = [("Formulas, numbers, dates, styles, merged cells, charts and tables are kept byte for byte; "
+              "shared and inline strings, comments and text boxes are translated."),
              "A rich-text cell is translated as a whole and takes the format of its main run."]
     names = None
     if sheet_names:
         names, why = _sheet_names(archive, parts)
-        notes += ["Sheet names are translated, and formulas, defined names, hyperlinks, charts and pivot "
-                  "caches that name a renamed sheet are updated."] + why
+        notes += [("Sheet names are translated, and formulas, defined names, hyperlinks, charts and pivot "
+                   "caches that name a renamed sheet are updated."), *why]
     else:
         notes.append("Sheet names are kept (translate them with MTSERVE_FILES_XLSX_SHEET_NAMES=true).")
     notes.append("Text inside charts, headers and footers, and cached formula results is not translated.")

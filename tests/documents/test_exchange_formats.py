@@ -53,7 +53,7 @@ def by_id(root: etree._Element, tag: str) -> dict[str, etree._Element]:
 
 # --- XLIFF 1.2 -------------------------------------------------------------------------------------
 def test_xliff12_translates_source_into_target_and_keeps_everything_else():
-    document, output = translate("strings.xlf", samples.XLIFF12.encode(), "de")
+    _, output = translate("strings.xlf", samples.XLIFF12.encode(), "de")
     assert output.extension == "xlf" and output.media_type == "application/xliff+xml"
     assert output.data.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n<xliff')  # its own declaration
     before = etree.fromstring(samples.XLIFF12.encode())
@@ -100,7 +100,7 @@ def test_xliff12_inline_codes_become_numbered_tokens():
 
 # --- XLIFF 2.0 -------------------------------------------------------------------------------------
 def test_xliff2_translates_segments_sets_state_and_keeps_codes():
-    document, output = translate("app.xliff", samples.XLIFF2.encode(), "en-US")
+    _, output = translate("app.xliff", samples.XLIFF2.encode(), "en-US")
     before = etree.fromstring(samples.XLIFF2.encode())
     after = etree.fromstring(output.data)
     assert after.get("trgLang") == "en-US" and after.get("srcLang") == "zh-CN"
@@ -181,7 +181,7 @@ def test_xliff_parser_resolves_no_entities_and_refuses_what_is_not_xliff(tmp_pat
         read_document("l.xlf", laughs)
     public = samples.XLIFF12.replace("<xliff ", '<!DOCTYPE xliff PUBLIC "-//XLIFF//DTD XLIFF//EN" '
                                      '"http://www.oasis-open.org/committees/xliff/documents/xliff.dtd">\n<xliff ', 1)
-    document, output = translate("p.xlf", public.encode())  # a DOCTYPE without entities is fine
+    _, output = translate("p.xlf", public.encode())  # a DOCTYPE without entities is fine
     assert b"<!DOCTYPE xliff PUBLIC" in output.data
 
 
