@@ -6,7 +6,8 @@ is created after the source when missing. Everything else is kept as parsed:
 ids, notes, groups, alt-trans, attributes, other namespaces, whitespace.
 
 Which units are translated: those with no target, or an empty one, or (1.2)
-whose state says it still needs translating (``new``, ``needs-translation``).
+whose state says it still needs translating (1.2 ``new``, ``needs-translation``;
+2.x an explicit ``initial``).
 A unit with ``translate="no"`` (on itself or an enclosing group or file), a
 1.2 unit that is ``approved="yes"`` or in state ``final``/``signed-off``, and
 a 2.x segment in state ``final`` are left as they are, and so is any unit
@@ -231,7 +232,8 @@ class XliffDocument(Document):
                 text = unit.codes.text  # never a broken target: the source's content, codes intact
             element = unit.target
             if element is None:  # made inside the unit so it takes the file's namespace prefix, then moved
-                element = etree.SubElement(unit.anchor.getparent(), f"{{{etree.QName(unit.source).namespace}}}target")
+                tag = f"{{{etree.QName(unit.source).namespace}}}target"
+                element = etree.SubElement(unit.anchor.getparent(), tag)
                 element.tail = unit.anchor.tail
                 before = unit.anchor.getprevious()
                 indent = before.tail if before is not None else unit.anchor.getparent().text
@@ -311,7 +313,7 @@ def _units_2(root: etree._Element, ns: str) -> list[_Unit]:
         if source is None or _inherits_no(segment) or segment.get("state") == "final":
             continue
         target = segment.find(f"{{{ns}}}target")
-        if not _empty(target):
+        if not (_empty(target) or segment.get("state") == "initial"):  # initial: a copy, not a translation
             continue
         codes = encode(source, _PAIRED_2)
         if _has_text(codes):
@@ -335,7 +337,8 @@ def read_xliff(data: bytes) -> XliffDocument:
                             "mtserve does not expand; export it again without the DOCTYPE")
     namespace = etree.QName(root).namespace or ""
     if _local(root) != "xliff":
-        raise DocumentError(f"could not read the XLIFF file: its root element is <{_local(root)}>, not <xliff>")
+        raise DocumentError(
+            f"could not read the XLIFF file: its root element is <{_local(root)}>, not <xliff>")
     tree = root.getroottree()
     kept = ("Ids, notes, groups, attributes and inline codes are kept; each inline code comes back exactly, "
             "and a translation that lost or moved one is translated again between the codes.")
@@ -348,8 +351,9 @@ def read_xliff(data: bytes) -> XliffDocument:
         return XliffDocument(tree, 1, units, notes, _declaration(data))
     if namespace.startswith(NS2):
         units = _units_2(root, namespace)
-        notes = [kept, ("Segments with no target (or an empty one) are translated and get state "
-                        "translated; existing targets, final and translate=\"no\" segments are kept."),
+        notes = [kept, ("Segments with no target (or an empty one, or state initial) are translated and "
+                        "get state translated; existing targets, final and translate=\"no\" segments "
+                        "are kept."),
                  "trgLang is set on <xliff>."]
         return XliffDocument(tree, 2, units, notes, _declaration(data))
     version = root.get("version") or "unknown"

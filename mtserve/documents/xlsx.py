@@ -74,8 +74,9 @@ def _number(name: str) -> int:
 
 
 # --- sheet references in formulas ----------------------------------------------------------
-# A formula's string literals, and sheet prefixes: 'Quoted ''name'''! or Bare_name! (optionally [1] before).
-_REFERENCE = re.compile(r"\"(?:[^\"]|\"\")*\"|(\[[^\]]*\])?('(?:[^']|'')+'|[^\s!\"'(),;=+\-*/^&<>%{}\[\]:]+)!")
+# A formula's string literals, and sheet prefixes (optionally [1] before, another workbook's).
+_SHEET = r"'(?:[^']|'')+'|[^\s!\"'(),;=+\-*/^&<>%{}\[\]:]+"  # a quoted name (' doubled) or a bare one
+_REFERENCE = re.compile(rf"\"(?:[^\"]|\"\")*\"|(\[[^\]]*\])?({_SHEET})!")
 
 
 def _unquote(token: str) -> str:
@@ -100,7 +101,7 @@ def blocked_names(formula: str, names: set[str]) -> set[str]:
         sheet = _unquote(match.group(2)).casefold()
         three_d = ":" in sheet or formula[:match.start()].endswith(":")
         if three_d:
-            before = re.search(r"('(?:[^']|'')+'|[^\s!\"'(),;=+\-*/^&<>%{}\[\]:]+):$", formula[:match.start()])
+            before = re.search(rf"({_SHEET}):$", formula[:match.start()])
             parts = set(sheet.split(":")) | ({_unquote(before.group(1)).casefold()} if before else set())
             blocked |= parts & names
     return blocked

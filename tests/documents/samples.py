@@ -188,6 +188,7 @@ XLIFF2 = """<?xml version="1.0" encoding="UTF-8"?>
     </unit>
     <unit id="u2" translate="no"><segment><source>不要翻译</source></segment></unit>
     <unit id="u3"><segment state="reviewed"><source>审校过</source><target>Reviewed</target></segment></unit>
+    <unit id="u4"><segment id="s4" state="initial"><source>初始的</source><target>初始的</target></segment></unit>
   </file>
 </xliff>
 """
@@ -224,7 +225,8 @@ def xlsx_bytes() -> bytes:
     summary["A1"] = "='销售 数据'!B1+1"
     summary["A2"] = "=SUM('销售 数据'!B1:B3)"
     summary["A3"] = "合计"
-    book.defined_names["总数"] = openpyxl.workbook.defined_name.DefinedName("总数", attr_text="'销售 数据'!$B$1")
+    total = openpyxl.workbook.defined_name.DefinedName("总数", attr_text="'销售 数据'!$B$1")
+    book.defined_names["总数"] = total
     links = book.create_sheet("链接")
     links["A1"] = '=INDIRECT("链接!B1")'  # a sheet named inside a string: it keeps its name
     out = io.BytesIO()

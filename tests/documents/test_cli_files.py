@@ -79,8 +79,9 @@ def test_translate_file_takes_xliff_and_xlsx_with_the_sheet_names_setting(tmp_pa
     assert etree.fromstring(written.read_bytes()).get("trgLang") == "de"
     book = tmp_path / "budget.xlsx"
     book.write_bytes(samples.xlsx_bytes())
-    written = asyncio.run(translate_file(Settings(home=tmp_path, files_xlsx_sheet_names=True), book, "zh", "en",
-                                         None, engine=SwapEngine(), progress=False))
+    settings = Settings(home=tmp_path, files_xlsx_sheet_names=True)
+    written = asyncio.run(translate_file(settings, book, "zh", "en", None, engine=SwapEngine(),
+                                         progress=False))
     assert openpyxl.load_workbook(written).sheetnames[0] == swap("销售 数据")
     assert "--files-xlsx-sheet-names" in translate_file_help()
 

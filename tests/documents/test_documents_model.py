@@ -139,7 +139,8 @@ def test_xliff_inline_codes_survive_the_real_model(live_server):
 
     source = ('<?xml version="1.0" encoding="UTF-8"?>\n'
               '<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="zh"><file id="f">'
-              f'<unit id="u1"><segment id="s1"><source>{TEA[:2]}<pc id="1">喝茶</pc>。</source></segment></unit>'
+              f'<unit id="u1"><segment id="s1"><source>{TEA[:2]}<pc id="1">喝茶</pc>。</source>'
+              '</segment></unit>'
               f'<unit id="u2"><segment id="s2"><source>{BEIJING[:-1]}<ph id="2"/>。</source></segment></unit>'
               '</file></xliff>')
     root = etree.fromstring(translate(live_server, "strings.xlf", source.encode()))

@@ -105,11 +105,12 @@ def test_xliff2_translates_segments_sets_state_and_keeps_codes():
     after = etree.fromstring(output.data)
     assert after.get("trgLang") == "en-US" and after.get("srcLang") == "zh-CN"
     segments, old = by_id(after, f"{X2}segment"), by_id(before, f"{X2}segment")
-    for segment_id in ("s1", "s2"):
+    for segment_id in ("s1", "s2", "s4"):  # s4: state initial, its target a copy of the source
         segment = segments[segment_id]
         target = segment.find(f"{X2}target")
         assert segment.get("state") == "translated"
         assert inline_codes(target) == inline_codes(segment.find(f"{X2}source")), segment_id
+    assert segments["s4"].find(f"{X2}target").text == swap("初始的")
     assert "".join(segments["s1"].find(f"{X2}target").itertext()) == swap("点击这里继续。")
     # mrk translate="no" is kept whole, its content untranslated.
     assert "张三" in "".join(segments["s2"].find(f"{X2}target").itertext())
@@ -141,7 +142,8 @@ def test_tokens_kept_checks_balance_and_count(translation, kept):
 
 def test_codes_that_cannot_reorder_must_keep_their_order():
     source = etree.fromstring(b'<source xmlns="urn:oasis:names:tc:xliff:document:2.0">'
-                              b'A<ph id="1" canReorder="no"/>B<ph id="2" canReorder="no"/>C<ph id="3"/></source>')
+                              b'A<ph id="1" canReorder="no"/>B<ph id="2" canReorder="no"/>'
+                              b'C<ph id="3"/></source>')
     codes = encode(source, {"pc", "mrk"})
     assert codes.text == "A<1/>B<2/>C<3/>"
     assert tokens_kept(codes, "<3/>A<1/>B<2/>C")  # the free one moved
@@ -179,8 +181,9 @@ def test_xliff_parser_resolves_no_entities_and_refuses_what_is_not_xliff(tmp_pat
               '<trans-unit id="1"><source>你好&h;</source></trans-unit></body></file></xliff>').encode()
     with pytest.raises(DocumentError, match="entit"):  # no billion laughs (libxml2 or we refuse)
         read_document("l.xlf", laughs)
-    public = samples.XLIFF12.replace("<xliff ", '<!DOCTYPE xliff PUBLIC "-//XLIFF//DTD XLIFF//EN" '
-                                     '"http://www.oasis-open.org/committees/xliff/documents/xliff.dtd">\n<xliff ', 1)
+    doctype = ('<!DOCTYPE xliff PUBLIC "-//XLIFF//DTD XLIFF//EN" '
+               '"http://www.oasis-open.org/committees/xliff/documents/xliff.dtd">\n')
+    public = samples.XLIFF12.replace("<xliff ", doctype + "<xliff ", 1)
     _, output = translate("p.xlf", public.encode())  # a DOCTYPE without entities is fine
     assert b"<!DOCTYPE xliff PUBLIC" in output.data
 
@@ -222,7 +225,8 @@ def test_xlsx_translates_strings_and_keeps_formulas_numbers_styles_and_parts():
     shared = after.read("xl/sharedStrings.xml").decode()
     assert '<rPh sb="0" eb="1"><t>ふ</t></rPh>' in shared  # phonetic runs are kept as they were
     for name, values in cell_values(output.data).items():
-        assert not any(has_han(str(v)) for row in values for v in row if v and not str(v).startswith("=")), name
+        texts = [str(v) for row in values for v in row if v and not str(v).startswith("=")]
+        assert not any(has_han(text) for text in texts), name
     assert any("Sheet names are kept" in note for note in document.notes)
 
 
