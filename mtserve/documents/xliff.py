@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -135,14 +136,18 @@ def encode(source: etree._Element, paired: set[str]) -> _Codes:
 
 
 def tokens_kept(codes: _Codes, translation: str) -> bool:
-    """Every code once, paired ones balanced and nested, fixed ones in their order."""
+    """Every code once, paired ones balanced and nested, fixed ones in their order; no token made up."""
     seen: list[int] = []
     stack: list[int] = []
+    literal = Counter(m.group() for m in TOKEN.finditer(codes.text) if int(m.group(2)) not in codes.codes)
     for match in TOKEN.finditer(translation):
         closing, n, empty = match.group(1), int(match.group(2)), match.group(3)
         code = codes.codes.get(n)
-        if code is None:
-            continue  # a number the source text itself holds
+        if code is None:  # text that looks like a token: only as often as the source has it
+            literal[match.group()] -= 1
+            if literal[match.group()] < 0:
+                return False
+            continue
         if closing:
             if not code.paired or not stack or stack[-1] != n:
                 return False
@@ -153,7 +158,7 @@ def tokens_kept(codes: _Codes, translation: str) -> bool:
         seen.append(n)
         if code.paired:
             stack.append(n)
-    if stack or sorted(seen) != sorted(codes.codes):
+    if stack or sorted(seen) != sorted(codes.codes) or any(literal.values()):
         return False
     return [n for n in seen if codes.codes[n].fixed] == codes.fixed_order
 

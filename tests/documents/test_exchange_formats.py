@@ -133,6 +133,7 @@ def test_xliff2_translates_segments_sets_state_and_keeps_codes():
     ("A<1>B</1>C.", False),  # a code lost
     ("A<1>B</1>C<2/><2/>.", False),  # a code twice
     ("A<1/>B C<2/>.", False),  # a paired code written as a standalone one
+    ("A<1>B</1>C<2/>.<7/>", False),  # a code the source does not have: it would leak into the text
 ])
 def test_tokens_kept_checks_balance_and_count(translation, kept):
     source = etree.fromstring(b'<source xmlns="urn:oasis:names:tc:xliff:document:2.0">'
