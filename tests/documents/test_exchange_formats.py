@@ -275,3 +275,20 @@ def test_broken_xlsx_says_what_is_wrong():
         z.writestr("word/document.xml", "<w/>")
     with pytest.raises(DocumentError, match="xl/workbook.xml is missing"):
         read_document("a.xlsx", archive.getvalue())
+
+
+def test_xlsx_text_boxes_in_drawings_are_translated():
+    drawing = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+               '<xdr:wsDr xmlns:xdr="http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing" '
+               'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><xdr:twoCellAnchor><xdr:sp>'
+               '<xdr:txBody><a:bodyPr/><a:p><a:r><a:rPr b="1"/><a:t>文本框</a:t></a:r></a:p></xdr:txBody>'
+               '</xdr:sp></xdr:twoCellAnchor></xdr:wsDr>')
+    archive = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(samples.xlsx_bytes())) as source, zipfile.ZipFile(archive, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, source.read(info))
+        target.writestr("xl/drawings/drawing1.xml", drawing.encode())
+    document, output = translate("boxes.xlsx", archive.getvalue())
+    assert "文本框" in document.segments
+    box = zipfile.ZipFile(io.BytesIO(output.data)).read("xl/drawings/drawing1.xml").decode()
+    assert f'<a:rPr b="1"/><a:t>{swap("文本框")}</a:t>' in box
