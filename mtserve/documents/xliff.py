@@ -26,8 +26,9 @@ Inline codes (1.2: ``g``, ``x``, ``bx``, ``ex``, ``ph``, ``bpt``, ``ept``,
 (``g``, ``pc``, ``mrk``) is ``<1>...</1>`` around its translated content, any
 other ``<2/>``. Tokens come back as the very elements they stood for, byte
 for byte, and the runner re-translates (between the tokens) any segment whose
-translation lost, added, unbalanced or, for a 2.x code with
-``canReorder="no"``, moved one.
+translation lost, added, unbalanced or moved one that must keep its place
+(2.x ``canReorder="no"``; the starts and ends ``bpt``/``ept``, ``bx``/``ex``,
+``sc``/``ec``, ``sm``/``em``, so that an end never comes before its start).
 
 TODO(issue 16): replace the tokens with the inline-markup model of
 ``mtserve.text`` (numbered inline tags translated in context) once it is
@@ -57,6 +58,8 @@ MAX_DEPTH = 64  # nested inline codes deeper than this are not real XLIFF
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, remove_blank_text=False,
                           load_dtd=False)
 
+# Codes that open or close a span on their own (a start must stay before its end): they keep their order.
+_SPAN_ENDS = {"bpt", "ept", "bx", "ex", "sc", "ec", "sm", "em"}
 _PAIRED_12 = {"g", "mrk"}
 _PAIRED_2 = {"pc", "mrk"}
 _DONE_12 = {"final", "signed-off"}
@@ -73,7 +76,7 @@ class _Code:
 
     element: etree._Element
     paired: bool
-    fixed: bool  # canReorder="no": must stay in the same order relative to other fixed codes
+    fixed: bool  # canReorder="no", or a span's start or end: stays in order relative to other fixed codes
 
 
 @dataclass
@@ -116,7 +119,7 @@ def encode(source: etree._Element, paired: set[str]) -> _Codes:
             parts.append(element.text)
         for child in element:
             name = _local(child)
-            fixed = child.get("canReorder") == "no"
+            fixed = child.get("canReorder") == "no" or name in _SPAN_ENDS
             wraps = (name in paired and isinstance(child.tag, str)
                      and child.get("translate") != "no" and child.get("mtype") != "protected")
             n = number()

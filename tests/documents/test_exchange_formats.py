@@ -149,6 +149,10 @@ def test_codes_that_cannot_reorder_must_keep_their_order():
     assert codes.text == "A<1/>B<2/>C<3/>"
     assert tokens_kept(codes, "<3/>A<1/>B<2/>C")  # the free one moved
     assert not tokens_kept(codes, "A<2/>B<1/>C<3/>")
+    spans = encode(etree.fromstring(b'<source xmlns="urn:oasis:names:tc:xliff:document:2.0">'
+                                    b'A<sc id="1"/>B<ec startRef="1"/>C</source>'), {"pc", "mrk"})
+    assert tokens_kept(spans, "<1/>B<2/>AC")
+    assert not tokens_kept(spans, "A<2/>B<1/>C")  # an end before its start is not XLIFF
 
 
 def test_a_broken_translation_falls_back_to_the_source_content_not_a_broken_target():
