@@ -66,6 +66,9 @@ class Document:
         found = self.placeholders.finditer
         return Counter(m.group() for m in found(source)) == Counter(m.group() for m in found(translation))
 
+    def check_target(self, target: str) -> None:
+        """Refuse (DocumentError) a target language this file cannot take, before any work is done."""
+
     def check(self, translations: list[str]) -> None:
         if len(translations) != len(self.segments):
             raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")

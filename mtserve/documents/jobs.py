@@ -182,6 +182,7 @@ class JobStore:
         glossary = service.request_glossary(source, target, glossary, glossary_id)
         document = await asyncio.to_thread(read_document, filename, data, self.formats,
                                            ReadOptions.from_settings(self.settings))
+        document.check_target(target)
         count = len(document.segments)
         if count > self.settings.files_max_segments:
             raise LimitExceeded(f"the document has {count:,} segments; the limit is "

@@ -51,6 +51,7 @@ async def translate_document(
     """Translate every segment and render the file. Cancel the task to stop it."""
     source, detected = service.resolve_source(document.sample(), source, target)
     service.check_pair(source, target)
+    document.check_target(target)
     notes = list(document.notes)
     segments = document.segments
     total = len(segments)

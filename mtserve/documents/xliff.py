@@ -231,6 +231,26 @@ class XliffDocument(Document):
         return tokens_kept(codes, translation) if codes is not None else super().placeholders_kept(
             source, translation)
 
+    def check_target(self, target: str) -> None:
+        """A file that holds translations into another language cannot take this one's beside them."""
+        root = self.tree.getroot()
+        if self.version == 1:
+            declared = {f.get("target-language") for f in root.iter(f"{{{NS12}}}file")}
+            unit_tag = f"{{{NS12}}}trans-unit"
+        else:
+            declared = {root.get("trgLang")}
+            unit_tag = f"{{{etree.QName(root).namespace}}}segment"
+        other = sorted(d for d in declared if d and _primary(d) != _primary(target))
+        if not other:
+            return
+        filled = [t for t in root.iter(f"{{{etree.QName(root).namespace}}}target")
+                  if t.getparent().tag == unit_tag and not _empty(t)
+                  and not any(t is unit.target for unit in self.units)]
+        if filled:
+            raise DocumentError(
+                f"the XLIFF file already holds {len(filled)} translation(s) into {', '.join(other)}; "
+                f"translate it into {other[0]}, or export it again without those targets to use {target}")
+
     def render(self, translations: list[str], target: str) -> Output:
         self.check(translations)
         root = self.tree.getroot()
@@ -274,6 +294,11 @@ class XliffDocument(Document):
         except etree.XMLSyntaxError as exc:  # never expected: lxml wrote it
             raise RuntimeError(f"the translated XLIFF does not parse: {exc}") from exc
         return Output(data, "xlf", MEDIA_TYPE)
+
+
+def _primary(language: str) -> str:
+    """The language without its region or script: zh-CN and zh are the same target."""
+    return language.replace("_", "-").split("-")[0].casefold()
 
 
 def _inherits_no(element: etree._Element) -> bool:

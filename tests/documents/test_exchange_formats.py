@@ -193,6 +193,15 @@ def test_xliff_parser_resolves_no_entities_and_refuses_what_is_not_xliff(tmp_pat
     assert b"<!DOCTYPE xliff PUBLIC" in output.data
 
 
+def test_xliff_with_translations_into_another_language_is_refused_before_any_work():
+    french = samples.XLIFF2.replace('srcLang="zh-CN"', 'srcLang="zh-CN" trgLang="fr"')
+    document = read_document("app.xliff", french.encode())
+    with pytest.raises(DocumentError, match=r"already holds 2 translation\(s\) into fr; translate it into"):
+        document.check_target("de")
+    document.check_target("fr-FR")  # the same language
+    read_document("strings.xlf", samples.XLIFF12.encode()).check_target("de")  # none declared
+
+
 # --- xlsx ------------------------------------------------------------------------------------------
 def cell_values(data: bytes) -> dict[str, list[list]]:
     book = openpyxl.load_workbook(io.BytesIO(data))

@@ -140,6 +140,16 @@ def test_xliff_codes_survive_an_engine_that_misplaces_them(tmp_path):
     assert "".join(target.itertext()) == swap("点击这里继续。")
 
 
+def test_xliff_holding_another_languages_targets_is_a_400_at_upload(server):
+    url, engine = server
+    calls = len(engine.calls)
+    french = samples.XLIFF2.replace('srcLang="zh-CN"', 'srcLang="zh-CN" trgLang="fr"')
+    r = upload(url, "app.xliff", french.encode(), path="/jobs", target="de")
+    assert r.status_code == 400, r.text
+    assert "already holds 2 translation(s) into fr" in r.json()["error"]
+    assert len(engine.calls) == calls  # refused before any translation
+
+
 def test_xlsx_sheet_names_follow_the_setting(tmp_path):
     import io
 
