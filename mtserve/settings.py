@@ -197,8 +197,12 @@ class Settings(BaseSettings):
 
     # --- documents (/translate_file, /jobs) ----------------------------------
     files_formats: str = Field(
-        "txt,md,html,srt,vtt,docx,pptx,odt,epub,pdf,po,json",
+        "txt,md,html,srt,vtt,docx,pptx,odt,epub,pdf,po,json,xliff,xlsx",
         description="Document formats accepted, comma-separated ('all': every one; empty: files off).",
+    )
+    files_xlsx_sheet_names: bool = Field(
+        False, description="Translate the sheet names of .xlsx workbooks too (formulas naming a renamed "
+        "sheet are updated; a sheet named inside a string or a 3-D reference keeps its name).",
     )
     files_max_mb: float = Field(20.0, description="Largest document upload, in MB; bigger ones get 413.")
     files_max_segments: int = Field(

@@ -198,6 +198,8 @@ _MEDIA_TYPES = {
     "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     "odt": "application/vnd.oasis.opendocument.text", "epub": "application/epub+zip",
     "pdf": "application/pdf", "po": "text/x-gettext-translation; charset=utf-8", "json": "application/json",
+    "xlf": "application/xliff+xml", "xliff": "application/xliff+xml",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
 
 

@@ -29,7 +29,8 @@ SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives"
                  "api_keys", "require_api_key", "anonymous_rpm", "rate_limit_callers", "cors_origins",
                  "shutdown_grace_s", "glossaries_per_key", "glossary_max_entries", "glossary_request_entries")
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
-                "files_queue", "files_chunk")  # documents: /translate_file and /jobs
+                "files_queue", "files_chunk",
+                "files_xlsx_sheet_names")  # documents: /translate_file and /jobs
 RAY_FIELDS = ("ray", "ray_address", "ray_min_replicas", "ray_max_replicas", "ray_target_ongoing_requests",
               "ray_replica_cpus")  # scaling out: mtserve serve --ray
 FLAG_ALIASES = {"ray_address": ("--address",)}  # `mtserve serve --ray --address auto`

@@ -30,7 +30,7 @@ def add_parser(commands) -> None:
     parser.add_argument("--output", "-o", type=Path, default=None,
                         help="where to write the translation (default: IN.TARGET.EXT next to IN)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and notes")
-    add_setting_flags(parser, SERVICE_FIELDS + ("files_chunk",))
+    add_setting_flags(parser, SERVICE_FIELDS + ("files_chunk", "files_xlsx_sheet_names"))
     parser.set_defaults(func=cmd_translate_file)
 
 
@@ -41,12 +41,13 @@ def default_output(path: Path, target: str, extension: str) -> Path:
 async def translate_file(settings: Settings, path: Path, source: str, target: str, output: Path | None,
                          *, engine=None, progress: bool = True, err=sys.stderr) -> Path:
     """Translate ``path`` into ``output`` (or the default name next to it); returns where it went."""
-    from mtserve.documents.registry import read_document
+    from mtserve.documents.registry import FORMATS, ReadOptions, read_document
     from mtserve.documents.runner import translate_document
     from mtserve.service.runtime import Runtime
 
     data = await asyncio.to_thread(path.read_bytes)
-    document = await asyncio.to_thread(read_document, path.name, data)
+    document = await asyncio.to_thread(read_document, path.name, data, FORMATS,
+                                       ReadOptions.from_settings(settings))
     runtime = Runtime(settings, engine)
     await runtime.start()
     bar = None

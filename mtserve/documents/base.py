@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 
@@ -54,6 +55,19 @@ class Document:
 
     def render(self, translations: list[str], target: str) -> Output:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def placeholders_kept(self, source: str, translation: str) -> bool:
+        """Whether a translation kept the source's placeholders: by default the same ones, as often.
+
+        A format whose placeholders nest or must keep their order (XLIFF's inline codes) says more.
+        """
+        if self.placeholders is None:
+            return True
+        found = self.placeholders.finditer
+        return Counter(m.group() for m in found(source)) == Counter(m.group() for m in found(translation))
+
+    def check_target(self, target: str) -> None:
+        """Refuse (DocumentError) a target language this file cannot take, before any work is done."""
 
     def check(self, translations: list[str]) -> None:
         if len(translations) != len(self.segments):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import PurePath
 from typing import Callable
 
@@ -10,20 +10,38 @@ from mtserve.documents.base import Document, DocumentError, UnsupportedFormat
 
 
 @dataclass(frozen=True)
+class ReadOptions:
+    """Settings that change how a format reads a file (the rest of Settings is no concern of readers)."""
+
+    xlsx_sheet_names: bool = False  # MTSERVE_FILES_XLSX_SHEET_NAMES
+
+    @classmethod
+    def from_settings(cls, settings) -> ReadOptions:
+        return cls(**{f.name: getattr(settings, f"files_{f.name}") for f in fields(cls)})
+
+
+Reader = Callable[[bytes, ReadOptions], Document]
+
+
+@dataclass(frozen=True)
 class Format:
     name: str  # the setting's spelling: MTSERVE_FILES_FORMATS lists these
     extensions: tuple[str, ...]  # the first is the canonical one
-    read: Callable[[bytes], Document]
+    read: Reader
     keeps: str  # one line for the docs and the API
 
 
-def _lazy(module: str, function: str) -> Callable[[bytes], Document]:
-    """Import a format's libraries only when a file of that format arrives."""
+def _lazy(module: str, function: str, **options: str) -> Reader:
+    """Import a format's libraries only when a file of that format arrives.
 
-    def read(data: bytes) -> Document:
+    ``options`` maps the reader's keyword arguments to the ReadOptions fields that fill them.
+    """
+
+    def read(data: bytes, read_options: ReadOptions = ReadOptions()) -> Document:
         import importlib
 
-        return getattr(importlib.import_module(f"mtserve.documents.{module}"), function)(data)
+        reader = getattr(importlib.import_module(f"mtserve.documents.{module}"), function)
+        return reader(data, **{keyword: getattr(read_options, field) for keyword, field in options.items()})
 
     return read
 
@@ -45,6 +63,10 @@ FORMATS: tuple[Format, ...] = (
            "page size, images and drawings; text set back in place in a new font"),
     Format("po", ("po", "pot"), _lazy("i18n", "read_po"), "msgids, contexts, comments and placeholders"),
     Format("json", ("json",), _lazy("i18n", "read_json"), "keys, nesting and placeholders"),
+    Format("xliff", ("xlf", "xliff"), _lazy("xliff", "read_xliff"),
+           "ids, notes, states, attributes and inline codes; source into target"),
+    Format("xlsx", ("xlsx",), _lazy("xlsx", "read_xlsx", sheet_names="xlsx_sheet_names"),
+           "formulas, numbers, dates, styles, merged cells; sheet names unless set to translate"),
 )
 BY_EXTENSION = {ext: f for f in FORMATS for ext in f.extensions}
 ALL_NAMES = tuple(f.name for f in FORMATS)
@@ -73,9 +95,10 @@ def format_for(filename: str, formats: tuple[Format, ...] = FORMATS) -> Format:
     return found
 
 
-def read_document(filename: str, data: bytes, formats: tuple[Format, ...] = FORMATS) -> Document:
+def read_document(filename: str, data: bytes, formats: tuple[Format, ...] = FORMATS,
+                  options: ReadOptions | None = None) -> Document:
     """Parse a file by its extension. Raises DocumentError (unknown format, broken file) with the reason."""
     fmt = format_for(filename, formats)
     if not data:
         raise DocumentError(f"the file {PurePath(filename).name!r} is empty; there is nothing to translate")
-    return fmt.read(data)
+    return fmt.read(data, options or ReadOptions())

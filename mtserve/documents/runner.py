@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -53,6 +51,7 @@ async def translate_document(
     """Translate every segment and render the file. Cancel the task to stop it."""
     source, detected = service.resolve_source(document.sample(), source, target)
     service.check_pair(source, target)
+    document.check_target(target)
     notes = list(document.notes)
     segments = document.segments
     total = len(segments)
@@ -63,7 +62,7 @@ async def translate_document(
     if on_progress is not None:
         on_progress(0, total)
     for chunk in chunks:
-        translations += await _chunk(service, chunk, source, target, glossary, document.placeholders)
+        translations += await _chunk(service, chunk, source, target, glossary, document)
         done += len(chunk)
         if on_progress is not None:
             on_progress(done, total)
@@ -72,11 +71,11 @@ async def translate_document(
 
 
 async def _chunk(service: TranslationService, texts: list[str], source: str, target: str,
-                 glossary: dict[str, str] | None, placeholders: re.Pattern[str] | None) -> list[str]:
+                 glossary: dict[str, str] | None, document: Document) -> list[str]:
     unique = list(dict.fromkeys(texts))  # a repeated segment is translated once
     outputs = await _translate(service, unique, source, target, glossary)
-    if placeholders is not None:
-        outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, placeholders)
+    if document.placeholders is not None:
+        outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, document)
     translated = dict(zip(unique, outputs))
     return [translated[text] for text in texts]
 
@@ -101,16 +100,14 @@ async def _translate(service: TranslationService, texts: list[str], source: str,
             log.info("document chunk missed its deadline; retrying", extra={"event": "document_retry"})
 
 
-def placeholder_counts(pattern: re.Pattern[str], text: str) -> Counter[str]:
-    return Counter(m.group() for m in pattern.finditer(text))
-
-
 async def _keep_placeholders(service: TranslationService, texts: list[str], outputs: list[str], source: str,
                              target: str, glossary: dict[str, str] | None,
-                             pattern: re.Pattern[str]) -> list[str]:
+                             document: Document) -> list[str]:
     """Re-translate, between its placeholders, every string whose translation broke one."""
+    pattern = document.placeholders
+    assert pattern is not None
     broken = [i for i, (text, out) in enumerate(zip(texts, outputs))
-              if placeholder_counts(pattern, text) != placeholder_counts(pattern, out)]
+              if not document.placeholders_kept(text, out)]
     if not broken:
         return outputs
     plans = []
@@ -127,7 +124,7 @@ async def _keep_placeholders(service: TranslationService, texts: list[str], outp
         for k in slots:
             parts[k] = keep_edges(pieces[k].text, next(translated))
         candidate = "".join(parts)
-        if placeholder_counts(pattern, candidate) == placeholder_counts(pattern, texts[i]):
+        if document.placeholders_kept(texts[i], candidate):
             fixed[i] = candidate
         else:
             fixed[i] = texts[i]  # still broken: the source string is safer than a broken one

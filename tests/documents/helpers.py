@@ -72,6 +72,18 @@ def visible_text(name: str, data: bytes) -> str:
 
         walk(json.loads(data))
         return "\n".join(values)
+    if extension in ("xlf", "xliff"):  # the targets, which is what a CAT tool imports
+        root = etree.fromstring(data)
+        for kept in root.xpath("//*[@translate='no']"):  # protected content stays as it was
+            kept.getparent().remove(kept)
+        units = root.iter("{*}trans-unit", "{*}segment")
+        return "\n".join("".join(t.itertext()) for u in units for t in u.findall("{*}target"))
+    if extension == "xlsx":
+        import openpyxl
+
+        book = openpyxl.load_workbook(io.BytesIO(data))
+        return "\n".join(str(c.value) for sheet in book for row in sheet.iter_rows() for c in row
+                         if isinstance(c.value, str) and not c.value.startswith("="))
     text = data.decode("utf-8-sig")
     if extension == "md":
         return "\n".join(line for line in text.split("\n")

@@ -137,6 +137,133 @@ JSON_I18N = json.dumps({
 }, ensure_ascii=False, indent=2) + "\n"
 
 
+# --- exchange formats -----------------------------------------------------------------------------
+XLIFF12 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2" xmlns:my="urn:example:ext">
+  <file source-language="zh-CN" datatype="html" original="page.html" my:owner="docs">
+    <header><note>文件说明</note></header>
+    <body>
+      <trans-unit id="greeting" resname="hello" my:tag="keep">
+        <source>你好，<g id="1" ctype="bold">世界</g>！<x id="2" ctype="lb"/>欢迎。</source>
+        <note from="dev" priority="2">问候语</note>
+      </trans-unit>
+      <group id="g1" restype="x-menu">
+        <trans-unit id="price">
+          <source>价格 <ph id="3">{0}</ph> 元，<bpt id="4">&lt;b&gt;</bpt>很便宜<ept id="4">&lt;/b&gt;</ept> &lt;1&gt;</source>
+          <target/>
+        </trans-unit>
+        <trans-unit id="split"><source>换行<bx id="5"/>前后<ex id="5"/>和<it id="6" pos="open">&lt;i&gt;</it>斜体</source></trans-unit>
+        <trans-unit id="prefilled"><source>复制的原文</source><target state="needs-translation">复制的原文</target></trans-unit>
+      </group>
+      <trans-unit id="done"><source>已经翻译</source><target state="final">Already translated</target></trans-unit>
+      <trans-unit id="mine"><source>人工翻译</source><target state="translated">Human translation</target></trans-unit>
+      <trans-unit id="approved" approved="yes"><source>批准的</source><target></target></trans-unit>
+      <trans-unit id="code" translate="no"><source>不要翻译</source></trans-unit>
+      <trans-unit id="segmented">
+        <source>第一句。第二句。</source>
+        <seg-source><mrk mtype="seg" mid="1">第一句。</mrk><mrk mtype="seg" mid="2">第二句。</mrk></seg-source>
+        <alt-trans><target>旧的建议</target></alt-trans>
+      </trans-unit>
+    </body>
+  </file>
+</xliff>
+"""
+
+XLIFF2 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="zh-CN">
+  <file id="f1" original="app.json">
+    <notes><note id="n1">文件备注</note></notes>
+    <unit id="u1" name="welcome">
+      <notes><note category="context">首页</note></notes>
+      <originalData><data id="d1">&lt;a href="/"&gt;</data><data id="d2">&lt;/a&gt;</data></originalData>
+      <segment id="s1">
+        <source>点击<pc id="1" dataRefStart="d1" dataRefEnd="d2">这里</pc>继续<ph id="2" canReorder="no"/>。</source>
+      </segment>
+      <ignorable><source> </source></ignorable>
+      <segment id="s2">
+        <source>名字是<mrk id="m1" translate="no">张三</mrk>，<sc id="3"/>加粗<ec startRef="3"/>。</source>
+        <target></target>
+      </segment>
+      <segment id="s3" state="final"><source>最终的</source><target>Final</target></segment>
+    </unit>
+    <unit id="u2" translate="no"><segment><source>不要翻译</source></segment></unit>
+    <unit id="u3"><segment state="reviewed"><source>审校过</source><target>Reviewed</target></segment></unit>
+    <unit id="u4"><segment id="s4" state="initial"><source>初始的</source><target>初始的</target></segment></unit>
+  </file>
+</xliff>
+"""
+
+
+def xlsx_bytes() -> bytes:
+    """A workbook with styles, numbers, a date, formulas, a merged range, rich text, a comment and an
+    inline string (openpyxl writes none, so one is put into the sheet's XML by hand)."""
+    import datetime
+    import zipfile
+
+    import openpyxl
+    from openpyxl.cell.rich_text import CellRichText, TextBlock
+    from openpyxl.cell.text import InlineFont
+    from openpyxl.comments import Comment
+    from openpyxl.styles import Font, PatternFill
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "销售 数据"
+    sheet["A1"] = "产品名称"
+    sheet["A1"].font = Font(bold=True, color="FF0000")
+    sheet["A1"].fill = PatternFill("solid", fgColor="FFFF00")
+    sheet["B1"] = 1234.5
+    sheet["B1"].number_format = "#,##0.00"
+    sheet["C1"] = datetime.date(2024, 3, 1)
+    sheet["D1"] = "=B1*2"
+    sheet["A2"] = CellRichText(["这是", TextBlock(InlineFont(b=True), "加粗"), "的文字"])
+    sheet.merge_cells("A3:C3")
+    sheet["A3"] = "合并的单元格"
+    sheet["A4"] = "2024"  # a string without words: left alone
+    sheet["B2"].comment = Comment("这是批注", "作者")
+    summary = book.create_sheet("汇总")
+    summary["A1"] = "='销售 数据'!B1+1"
+    summary["A2"] = "=SUM('销售 数据'!B1:B3)"
+    summary["A3"] = "合计"
+    total = openpyxl.workbook.defined_name.DefinedName("总数", attr_text="'销售 数据'!$B$1")
+    book.defined_names["总数"] = total
+    links = book.create_sheet("链接")
+    links["A1"] = '=INDIRECT("链接!B1")'  # a sheet named inside a string: it keeps its name
+    out = io.BytesIO()
+    book.save(out)
+    source = zipfile.ZipFile(io.BytesIO(out.getvalue()))
+    result = io.BytesIO()
+    with zipfile.ZipFile(result, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "xl/worksheets/sheet2.xml":
+                data = data.replace(b'<row r="3">', b'<row r="3"><c r="B3" t="inlineStr"><is><t>'
+                                    + "内联文字".encode() + b"</t></is></c>", 1)
+                assert "内联文字".encode() in data
+            if info.filename == "xl/worksheets/sheet3.xml":  # cells that use the shared string table
+                data = data.replace(b"</sheetData>", b'<row r="2"><c r="A2" t="s"><v>0</v></c>'
+                                    b'<c r="B2" t="s"><v>1</v></c></row></sheetData>', 1)
+                assert b'r="A2"' in data
+            if info.filename == "xl/_rels/workbook.xml.rels":
+                data = data.replace(b"</Relationships>", b'<Relationship Id="rIdSst" Type="http://schemas.'
+                                    b'openxmlformats.org/officeDocument/2006/relationships/sharedStrings" '
+                                    b'Target="sharedStrings.xml"/></Relationships>')
+            if info.filename == "[Content_Types].xml":
+                data = data.replace(b"</Types>", b'<Override PartName="/xl/sharedStrings.xml" ContentType='
+                                    b'"application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings'
+                                    b'+xml"/></Types>')
+            target.writestr(info, data)
+        target.writestr("xl/sharedStrings.xml", SHARED_STRINGS.encode())
+    return result.getvalue()
+
+
+SHARED_STRINGS = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="2" uniqueCount="2">\
+<si><t xml:space="preserve">共享的字符串 </t></si>\
+<si><r><rPr><b/><sz val="11"/></rPr><t>富</t></r><r><rPr><i/></rPr><t>文本</t></r>\
+<rPh sb="0" eb="1"><t>ふ</t></rPh><phoneticPr fontId="1"/></si></sst>"""
+
+
 # --- office formats -------------------------------------------------------------------------
 def docx_bytes() -> bytes:
     import docx
@@ -306,4 +433,7 @@ def all_samples() -> dict[str, bytes]:
         "letter.odt": odt_bytes(),
         "book.epub": epub_bytes(),
         "report.pdf": pdf_bytes(),
+        "strings.xlf": XLIFF12.encode(),
+        "app.xliff": XLIFF2.encode(),
+        "budget.xlsx": xlsx_bytes(),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 
 import pytest
@@ -64,3 +65,29 @@ def test_cli_errors_say_what_is_wrong(tmp_path, capsys, name, data, message):
 def test_cli_missing_input(tmp_path, capsys):
     assert main(["translate-file", str(tmp_path / "nope.txt"), "-t", "en"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_translate_file_takes_xliff_and_xlsx_with_the_sheet_names_setting(tmp_path):
+    import openpyxl
+    from lxml import etree
+
+    xliff = tmp_path / "strings.xliff"
+    xliff.write_bytes(samples.XLIFF2.encode())
+    written = asyncio.run(translate_file(Settings(home=tmp_path), xliff, "zh", "de", None,
+                                         engine=SwapEngine(), progress=False))
+    assert written == tmp_path / "strings.de.xlf"
+    assert etree.fromstring(written.read_bytes()).get("trgLang") == "de"
+    book = tmp_path / "budget.xlsx"
+    book.write_bytes(samples.xlsx_bytes())
+    settings = Settings(home=tmp_path, files_xlsx_sheet_names=True)
+    written = asyncio.run(translate_file(settings, book, "zh", "en", None, engine=SwapEngine(),
+                                         progress=False))
+    assert openpyxl.load_workbook(written).sheetnames[0] == swap("销售 数据")
+    assert "--files-xlsx-sheet-names" in translate_file_help()
+
+
+def translate_file_help() -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(["translate-file", "--help"])
+    return out.getvalue()

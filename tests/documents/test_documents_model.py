@@ -131,3 +131,21 @@ def test_i18n(live_server):
     result = json.loads(translate(live_server, "en.json", strings.encode()))
     assert set(result) == {"home"} and result["home"]["count"] == 2
     english(result["home"]["beijing"], "beijing")
+
+
+def test_xliff_inline_codes_survive_the_real_model(live_server):
+    """The model sees <1>...</1> and <2/>; whatever it does with them, the codes come back exactly."""
+    from lxml import etree
+
+    source = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+              '<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="zh"><file id="f">'
+              f'<unit id="u1"><segment id="s1"><source>{TEA[:2]}<pc id="1">喝茶</pc>。</source>'
+              '</segment></unit>'
+              f'<unit id="u2"><segment id="s2"><source>{BEIJING[:-1]}<ph id="2"/>。</source></segment></unit>'
+              '</file></xliff>')
+    root = etree.fromstring(translate(live_server, "strings.xlf", source.encode()))
+    ns = "{urn:oasis:names:tc:xliff:document:2.0}"
+    targets = [s.find(f"{ns}target") for s in root.iter(f"{ns}segment")]
+    assert [t.find(f"{ns}pc").get("id") for t in targets[:1]] == ["1"]
+    assert targets[1].find(f"{ns}ph").get("id") == "2"
+    english(" ".join("".join(t.itertext()) for t in targets), "tea", "beijing")

@@ -49,7 +49,7 @@ def documents():
 # --- LibreTranslate's contract ------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["notes.txt", "readme.md", "page.html", "film.srt", "film.vtt",
                                   "messages.po", "strings.json", "report.docx", "slides.pptx", "letter.odt",
-                                  "book.epub", "report.pdf"])
+                                  "book.epub", "report.pdf", "strings.xlf", "app.xliff", "budget.xlsx"])
 def test_translate_file_then_download_every_format(server, documents, name):
     url, _ = server
     r = upload(url, name, documents[name])
@@ -59,6 +59,7 @@ def test_translate_file_then_download_every_format(server, documents, name):
     download = httpx.get(link, timeout=TIMEOUT)
     assert download.status_code == 200
     stem, extension = name.rsplit(".", 1)
+    extension = {"xliff": "xlf"}.get(extension, extension)  # a format's canonical extension
     disposition = urllib.parse.unquote(download.headers["content-disposition"])
     assert f"{stem}.en.{extension}" in disposition and disposition.startswith("attachment")
     text = visible_text(name, download.content)  # parses with the format's own library
@@ -70,7 +71,8 @@ def test_frontend_settings_list_the_formats(server):
     url, _ = server
     settings = httpx.get(f"{url}/frontend/settings").json()
     assert settings["filesTranslation"] is True
-    assert {".docx", ".pdf", ".srt", ".po", ".json", ".md"} <= set(settings["supportedFilesFormat"])
+    assert {".docx", ".pdf", ".srt", ".po", ".json", ".md", ".xlf", ".xliff", ".xlsx"} <= set(
+        settings["supportedFilesFormat"])
     assert settings["fileSizeLimitMb"] == 20.0
 
 
@@ -111,6 +113,57 @@ def test_placeholders_survive_an_engine_that_breaks_them(tmp_path):
         assert placeholder in first.msgstr
     assert not has_han(first.msgstr)
     assert "%s" in catalog[1].msgstr and "%d" in catalog[2].msgstr_plural[1]
+
+
+def test_xliff_codes_survive_an_engine_that_misplaces_them(tmp_path):
+    """Tokens kept in number but unbalanced (</1> before <1>) are caught and re-translated between codes."""
+    from lxml import etree
+
+    class Misplacing(SwapEngine):
+        @staticmethod
+        def render(request):
+            text = swap(request.text)
+            return text.replace("<1>", "\0").replace("</1>", "<1>").replace("\0", "</1>")
+
+    with serve(Misplacing(), home=tmp_path) as url:
+        r = upload(url, "app.xlf", samples.XLIFF2.encode(), path="/translate_file")
+        assert r.status_code == 200, r.text
+        download = httpx.get(r.json()["translatedFileUrl"], timeout=TIMEOUT)
+    assert download.headers["content-type"].startswith("application/xliff+xml")
+    root = etree.fromstring(download.content)
+    ns = "{urn:oasis:names:tc:xliff:document:2.0}"
+    segment = next(s for s in root.iter(f"{ns}segment") if s.get("id") == "s1")
+    target = segment.find(f"{ns}target")
+    assert segment.get("state") == "translated" and root.get("trgLang") == "en"
+    pc = target.find(f"{ns}pc")
+    assert pc is not None and pc.get("dataRefStart") == "d1" and pc.text == swap("这里")
+    assert "".join(target.itertext()) == swap("点击这里继续。")
+
+
+def test_xliff_holding_another_languages_targets_is_a_400_at_upload(server):
+    url, engine = server
+    calls = len(engine.calls)
+    french = samples.XLIFF2.replace('srcLang="zh-CN"', 'srcLang="zh-CN" trgLang="fr"')
+    r = upload(url, "app.xliff", french.encode(), path="/jobs", target="de")
+    assert r.status_code == 400, r.text
+    assert "already holds 2 translation(s) into fr" in r.json()["error"]
+    assert len(engine.calls) == calls  # refused before any translation
+
+
+def test_xlsx_sheet_names_follow_the_setting(tmp_path):
+    import io
+
+    import openpyxl
+
+    with serve(SwapEngine(), home=tmp_path, files_xlsx_sheet_names=True) as url:
+        r = upload(url, "budget.xlsx", samples.xlsx_bytes(), path="/jobs")
+        job = wait_for(url, r.json()["id"])
+        assert job["status"] == "done", job
+        data = httpx.get(job["translatedFileUrl"], timeout=TIMEOUT).content
+    book = openpyxl.load_workbook(io.BytesIO(data))
+    assert book.sheetnames == [swap("销售 数据"), swap("汇总"), "链接"]
+    assert book[swap("汇总")]["A1"].value == f"='{swap('销售 数据')}'!B1+1"
+    assert any("'链接' keeps its name" in note for note in job["notes"])
 
 
 # --- jobs -----------------------------------------------------------------------------------------

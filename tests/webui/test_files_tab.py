@@ -42,8 +42,10 @@ def test_choose_a_file_see_progress_and_download(page, files_server):
     open_files(page, files_server)
     assert page.is_visible("#files-panel") and page.is_hidden("#text-panel")
     assert page.get_attribute("#tab-files", "aria-selected") == "true"
-    assert ".docx" in page.get_attribute("#file-input", "accept")
+    accept = page.get_attribute("#file-input", "accept").split(",")
+    assert {".docx", ".xlf", ".xliff", ".xlsx"} <= set(accept)
     assert "docx" in page.text_content("#file-formats") and "1 MB" in page.text_content("#file-formats")
+    assert "xlsx" in page.text_content("#file-formats")
     page.select_option("#file-source-lang", "zh")
     page.select_option("#file-target-lang", "en")
 
