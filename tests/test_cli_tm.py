@@ -28,8 +28,8 @@ msgstr "是否显示隐藏文件"
 
 def tm(home, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MTSERVE_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "mtserve.cli", "tm", *args], text=True, capture_output=True,
-                          timeout=60, env=env)
+    return subprocess.run([sys.executable, "-m", "mtserve.cli", "tm", *args], check=False, text=True,
+                          capture_output=True, timeout=60, env=env)
 
 
 def ok(result: subprocess.CompletedProcess) -> str:
