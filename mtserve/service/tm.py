@@ -49,8 +49,8 @@ from mtserve.text.punctuation import match_key
 ALL_OWNERS = "*"  # the operator's view: every owner's entries (key ids are hex, never "*")
 MAX_SEGMENT_CHARS = 5000
 DEFAULT_CANDIDATES = 50
-QUERY_GRAMS = 12  # at most this many of a query's rarest bigrams pre-select candidates
-POSTINGS_BUDGET = 2500  # and only as many as keep the postings read under this (the rarest always counts)
+QUERY_GRAMS = 8  # at most this many of a query's rarest bigrams pre-select candidates
+POSTINGS_BUDGET = 2000  # and only as many as keep the postings read under this (the rarest always counts)
 
 _LANGUAGE = re.compile(r"[a-z]{2,3}")
 _TRADITIONAL = {"hant", "tw", "hk", "mo"}
