@@ -77,12 +77,12 @@ def cmd_tm(args: argparse.Namespace) -> int:
                    report=report)
             print(f"{found.source_lang}->{found.target_lang} from {path.name}: {report.describe()}")
         elif args.tm_cmd == "export":
-            data, count = write_tmx(tm.entries(args.source, args.target),
+            data, count = write_tmx(tm.entries(args.source, args.target, owner=ALL_OWNERS),
                                     language_code(args.source) if args.source else None)
             Path(args.file).expanduser().write_bytes(data)
             print(f"{count} entries written to {args.file}")
         elif args.tm_cmd == "stats":
-            rows = tm.stats()
+            rows = tm.stats(owner=ALL_OWNERS)
             if not rows:
                 print(f"the translation memory {tm.path} is empty; fill it with `mtserve tm import`",
                       file=sys.stderr)
@@ -96,7 +96,7 @@ def cmd_tm(args: argparse.Namespace) -> int:
             print(f"removed {removed} entries")
         elif args.tm_cmd == "accept":
             if not args.ids and not args.everything:
-                pending = list(tm.entries(suggestions=True))
+                pending = list(tm.entries(owner=ALL_OWNERS, suggestions=True))
                 if not pending:
                     print("no suggestions waiting", file=sys.stderr)
                 for entry in pending:

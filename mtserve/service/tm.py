@@ -248,8 +248,11 @@ class TranslationMemory:
         return report
 
     def remove(self, *, origin: str | None = None, ids: Iterable[int] | None = None, everything: bool = False,
-               owner: str | None = ALL_OWNERS) -> int:
-        """Delete by origin, by id, or everything the caller owns; returns how many went."""
+               owner: str | None = None) -> int:
+        """Delete by origin, by id, or everything the caller owns; returns how many went.
+
+        ``owner`` as everywhere: None, the operator's entries; a key id, that key's; ALL_OWNERS, anyone's.
+        """
         if sum((origin is not None, ids is not None, everything)) != 1:
             raise TMError("remove needs exactly one of: an origin, entry ids, or everything")
         condition, params = _owned(owner)
@@ -353,7 +356,7 @@ class TranslationMemory:
 
     # --- listing -------------------------------------------------------------------------
     def entries(self, source_lang: str | None = None, target_lang: str | None = None,
-                owner: str | None = ALL_OWNERS, suggestions: bool = False) -> Iterator[TMEntry]:
+                owner: str | None = None, suggestions: bool = False) -> Iterator[TMEntry]:
         """Entries (or, with ``suggestions``, the suggestions) in insertion order, optionally of one pair."""
         condition, params = _visible(owner)
         where = [condition, "suggestion = ?"]
@@ -374,7 +377,7 @@ class TranslationMemory:
             row = self._conn().execute(f"SELECT {_COLUMNS} FROM tm WHERE id = ?", (int(entry_id),)).fetchone()
         return _entry(row) if row else None
 
-    def stats(self, owner: str | None = ALL_OWNERS) -> list[PairStats]:
+    def stats(self, owner: str | None = None) -> list[PairStats]:
         """Entries, suggestions and origins per language pair."""
         condition, params = _visible(owner)
         with self._lock:

@@ -125,6 +125,28 @@ def test_the_fuzzy_index_forgets_removed_entries(tm):
     assert tm.similar("打开这个文件", "zh", "en", k=1)[0].score == 100
     assert tm.remove(origin="b") == 1
     assert tm.similar("打开这个文件", "zh", "en", k=1)[0].entry.source == "打开文件"
+    assert tm.remove(everything=True) == len(UI)
+    db = tm._conn()
+    assert db.execute("SELECT count(*) FROM tm_grams").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM tm_gram_df WHERE df != 0").fetchone() == (0,)
+
+
+def test_lookups_read_indexes_never_a_whole_table(tm):
+    """Every statement of exact() and similar() searches an index; none scans tm or the postings."""
+    tm.add(UI, "zh", "en")
+    db = tm._conn()
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    tm.exact("打开文件", "zh", "en", owner="k1")
+    tm.similar("打开这个文件", "zh", "en", k=4, owner="k1")
+    db.set_trace_callback(None)
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 4, statements
+    for statement in selects:
+        plan = " | ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN " + statement))
+        print(plan)
+        assert "SEARCH" in plan and not any(part.strip().startswith("SCAN") and "tm" in part
+                                            for part in plan.split("|")), (statement, plan)
 
 
 def test_a_query_of_quotes_and_fts_words_is_data_not_syntax(tm):
@@ -145,10 +167,12 @@ def test_a_key_sees_its_own_entries_and_the_operators_and_deletes_only_its_own(t
     assert tm.exact("保存", "zh", "en", owner="k1") is None
     assert [m.entry.source for m in tm.similar("保存一下", "zh", "en", owner="k1")] == []
     assert tm.similar("保存一下", "zh", "en", owner="k2")[0].entry.source == "保存"
-    ids = {e.source: e.id for e in tm.entries()}
+    ids = {e.source: e.id for e in tm.entries(owner=ALL_OWNERS)}
     assert tm.remove(ids=[ids["打开"], ids["保存"]], owner="k1") == 0  # neither is k1's
     assert tm.remove(everything=True, owner="k1") == 1
-    assert {e.source for e in tm.entries()} == {"打开", "保存"}
+    assert {e.source for e in tm.entries(owner=ALL_OWNERS)} == {"打开", "保存"}
+    assert tm.remove(everything=True) == 1  # the operator's own (None), not k2's
+    assert [e.owner for e in tm.entries(owner=ALL_OWNERS)] == ["k2"]
     with pytest.raises(TMError, match="not an owner"):
         tm.add([("a", "b")], "zh", "en", owner=ALL_OWNERS)
 
@@ -158,13 +182,14 @@ def test_suggestions_enter_lookups_only_once_accepted(tm):
     tm.add([("关闭", "Close"), ("打开", "Open")], "zh", "en", origin="k1", owner="k1", suggestion=True)
     assert tm.exact("关闭", "zh", "en", owner="k1") is None
     assert tm.similar("关闭", "zh", "en", owner=ALL_OWNERS) == []
-    assert [e.source for e in tm.entries(suggestions=True)] == ["关闭", "打开"]
-    assert tm.stats()[0].suggestions == 2
-    close_id = next(e.id for e in tm.entries(suggestions=True) if e.source == "关闭")
+    assert list(tm.entries(suggestions=True)) == []  # the operator's view without keys' entries
+    assert [e.source for e in tm.entries(owner=ALL_OWNERS, suggestions=True)] == ["关闭", "打开"]
+    assert tm.stats(owner=ALL_OWNERS)[0].suggestions == 2 and tm.stats()[0].suggestions == 0
+    close_id = next(e.id for e in tm.entries(owner="k1", suggestions=True) if e.source == "关闭")
     assert tm.accept([close_id]) == 1
     assert tm.exact("关闭", "zh", "en", owner="k1").target == "Close"
     assert tm.accept() == 1
-    assert list(tm.entries(suggestions=True)) == []
+    assert list(tm.entries(owner=ALL_OWNERS, suggestions=True)) == []
 
 
 def test_remove_needs_exactly_one_criterion(tm):
