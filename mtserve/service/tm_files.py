@@ -65,6 +65,8 @@ def read_tm(data: bytes, fmt: str, source_lang: str | None = None, target_lang: 
                       "convert the file to .tmx or .po first")
     source = language_code(source_lang, "source language") if source_lang else None
     target = language_code(target_lang, "target language") if target_lang else None
+    if source and source == target:
+        raise TMError(f"the source and target languages are both {source!r}; give two different languages")
     return reader(data, source, target)
 
 
@@ -113,6 +115,9 @@ def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:
     declared = catalog.metadata.get("Language", "").strip()
     msgstr_lang = language_code(declared, "the catalog's Language") if declared else None
     msgid_lang = "en"
+    if source and target and msgstr_lang and msgstr_lang not in (source, target):
+        raise TMError(f"the catalog's Language is {declared!r}, neither {source!r} nor {target!r}; "
+                      f"import it as {msgid_lang}->{msgstr_lang} or {msgstr_lang}->{msgid_lang}")
     if source and target:
         reverse = msgstr_lang == source or (msgstr_lang is None and target == msgid_lang != source)
     elif msgstr_lang and not source and not target:

@@ -257,6 +257,13 @@ def test_a_zh_catalog_read_as_zh_to_en_stores_msgstr_to_msgid():
     assert found.pairs[0] == ("打开", "Open")
 
 
+def test_a_po_import_for_a_pair_the_catalog_is_not_in_is_refused():
+    with pytest.raises(TMError, match="neither 'fr' nor 'en'"):
+        read_tm(PO.encode(), "po", "fr", "en")
+    with pytest.raises(TMError, match="two different languages"):
+        read_tm(PO.encode(), "po", "zh", "zh-CN")
+
+
 def test_a_po_upload_whose_text_names_a_file_is_parsed_not_opened(tmp_path, monkeypatch):
     secret = tmp_path / "secret.po"
     secret.write_text('msgid "Secret"\nmsgstr "机密"\n', encoding="utf-8")
