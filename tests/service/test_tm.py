@@ -52,6 +52,18 @@ def test_the_store_is_kept_on_disk(tmp_path):
     again.close()
 
 
+def test_a_second_store_on_the_same_file_sees_writes_at_once(tmp_path):
+    """What `mtserve tm import` writes, a running server's store finds without a restart."""
+    server, cli = TranslationMemory(tmp_path / "tm.sqlite3"), TranslationMemory(tmp_path / "tm.sqlite3")
+    assert server.exact("打开文件", "zh", "en") is None
+    cli.add(UI, "zh", "en", origin="cli")
+    assert server.exact("打开文件", "zh", "en").target == "Open file"
+    assert server.similar("打开这个文件", "zh", "en", k=1)[0].entry.source == "打开文件"
+    assert cli.remove(origin="cli") == len(UI) and server.similar("打开这个文件", "zh", "en") == []
+    server.close()
+    cli.close()
+
+
 def test_language_tags_become_mtserve_codes():
     assert [language_code(t) for t in ("zh-CN", "zh_Hans", "ZH", "zh-TW", "zh_Hant", "en-US", "pt_BR")] == \
         ["zh", "zh", "zh", "zt", "zt", "en", "pt"]
