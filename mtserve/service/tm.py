@@ -47,6 +47,7 @@ from mtserve.text.punctuation import match_key
 
 ALL_OWNERS = "*"  # the operator's view: every owner's entries (key ids are hex, never "*")
 MAX_SEGMENT_CHARS = 5000
+MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT DO UPDATE, in the index triggers
 DEFAULT_CANDIDATES = 50
 QUERY_GRAMS = 8  # at most this many of a query's rarest bigrams pre-select candidates
 POSTINGS_BUDGET = 2000  # and only as many as keep the postings read under this (the rarest always counts)
@@ -199,6 +200,10 @@ class TranslationMemory:
     # --- the connection ------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
+            if sqlite3.sqlite_version_info < MIN_SQLITE:
+                raise TMError(f"the translation memory needs SQLite {'.'.join(map(str, MIN_SQLITE))} or later "
+                              f"(its index triggers upsert); this Python has {sqlite3.sqlite_version}: use a "
+                              "Python built with a newer SQLite")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode = WAL")

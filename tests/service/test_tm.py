@@ -64,6 +64,14 @@ def test_a_second_store_on_the_same_file_sees_writes_at_once(tmp_path):
     cli.close()
 
 
+def test_an_old_sqlite_is_refused_with_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setattr("sqlite3.sqlite_version_info", (3, 22, 0))
+    monkeypatch.setattr("sqlite3.sqlite_version", "3.22.0")
+    with pytest.raises(TMError, match=r"needs SQLite 3\.24\.0 or later.*has 3\.22\.0"):
+        TranslationMemory(tmp_path / "tm.sqlite3").stats()
+    assert not (tmp_path / "tm.sqlite3").exists()
+
+
 def test_language_tags_become_mtserve_codes():
     assert [language_code(t) for t in ("zh-CN", "zh_Hans", "ZH", "zh-TW", "zh_Hant", "en-US", "pt_BR")] == \
         ["zh", "zh", "zh", "zt", "zt", "en", "pt"]
