@@ -47,6 +47,7 @@ from mtserve.text.punctuation import match_key
 
 ALL_OWNERS = "*"  # the operator's view: every owner's entries (key ids are hex, never "*")
 MAX_SEGMENT_CHARS = 5000
+ADD_CHUNK = 1000  # pairs stored per transaction: a large import never holds the lock from lookups for long
 MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT DO UPDATE, in the index triggers
 DEFAULT_CANDIDATES = 50
 QUERY_GRAMS = 8  # at most this many of a query's rarest bigrams pre-select candidates
@@ -225,7 +226,11 @@ class TranslationMemory:
     # --- writing -------------------------------------------------------------------------
     def add(self, pairs: Iterable[tuple[str, str]], source_lang: str, target_lang: str, origin: str = "",
             owner: str | None = None, suggestion: bool = False, report: AddReport | None = None) -> AddReport:
-        """Store (source, target) pairs; empty, over-long and duplicate pairs are counted, not stored."""
+        """Store (source, target) pairs; empty, over-long and duplicate pairs are counted, not stored.
+
+        Stored ADD_CHUNK pairs per transaction, so lookups in other threads go on during a large import
+        (and an import that fails half-way keeps the chunks before the failure).
+        """
         if owner == ALL_OWNERS:
             raise TMError(f"{ALL_OWNERS!r} is not an owner; entries belong to a key id or to the operator (None)")
         source_lang = language_code(source_lang, "source language")
@@ -242,14 +247,17 @@ class TranslationMemory:
             else:
                 rows.append((source, target, source_lang, target_lang, match_key(source), origin, owner,
                              created, int(suggestion)))
-        with self._lock:
-            db = self._conn()
-            with db:  # one transaction
-                db.execute("BEGIN")
-                added = db.executemany("INSERT OR IGNORE INTO tm (source, target, source_lang, target_lang, key, origin, "
-                               "owner, created, suggestion) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows).rowcount
-        report.added += added
-        report.duplicates += len(rows) - added
+        for start in range(0, len(rows), ADD_CHUNK):  # the lock is let go between chunks, for lookups
+            chunk = rows[start:start + ADD_CHUNK]
+            with self._lock:
+                db = self._conn()
+                with db:  # one transaction per chunk
+                    db.execute("BEGIN")
+                    added = db.executemany(
+                        "INSERT OR IGNORE INTO tm (source, target, source_lang, target_lang, key, origin, owner, "
+                        "created, suggestion) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk).rowcount
+            report.added += added
+            report.duplicates += len(chunk) - added
         return report
 
     def remove(self, *, origin: str | None = None, ids: Iterable[int] | None = None, everything: bool = False,

@@ -42,6 +42,13 @@ def test_duplicates_empty_and_over_long_pairs_are_counted_not_stored(tm):
     assert len(tm) == 2
 
 
+def test_a_large_import_is_stored_in_chunks_and_counts_duplicates_across_them(tm, monkeypatch):
+    monkeypatch.setattr("mtserve.service.tm.ADD_CHUNK", 3)
+    pairs = [(f"第{i}句", f"sentence {i}") for i in range(10)]
+    report = tm.add(pairs + pairs[:4], "zh", "en")
+    assert (report.added, report.duplicates) == (10, 4) and len(tm) == 10
+
+
 def test_the_store_is_kept_on_disk(tmp_path):
     first = TranslationMemory(tmp_path / "tm.sqlite3")
     first.add(UI, "zh", "en")
