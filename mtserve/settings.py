@@ -183,6 +183,22 @@ class Settings(BaseSettings):
         "characters, decode under a grammar that excludes them: on every request (always), or only "
         "on the guardrails' retry (retry).",
     )
+    # --- translation memory (mtserve tm; tm.sqlite3 under home) ---------------------------------
+    tm_k: int = Field(
+        4, ge=0, description="Translation memory: most similar entries a segment gets as examples (0 = none)."
+    )
+    tm_min_similarity: float = Field(
+        60.0, ge=0, le=100, description="Translation memory: lowest similarity (rapidfuzz ratio of the "
+        "normalised sources, 0-100) for an entry to count as similar. Untuned: tune it on dev data."
+    )
+    tm_candidates: int = Field(
+        50, ge=1, description="Translation memory: entries the n-gram index pre-selects for scoring per lookup; "
+        "more finds more, slower."
+    )
+    suggestions: bool = Field(
+        False, description="Accept LibreTranslate's /suggest: store suggestions, which enter the translation "
+        "memory once the operator accepts them (`mtserve tm accept`)."
+    )
     detect_prior: str = Field(
         "en=3,zh=2",
         description="Weights for source=auto on short, ambiguous text (code=weight, ...).",
@@ -276,6 +292,11 @@ class Settings(BaseSettings):
     def glossaries_db(self) -> Path:
         """Named glossaries (``mtserve.service.glossary.GlossaryStore``)."""
         return self.home / "glossaries.sqlite3"
+
+    @property
+    def tm_db(self) -> Path:
+        """The translation memory (``mtserve.service.tm.TranslationMemory``)."""
+        return self.home / "tm.sqlite3"
 
     @property
     def files_dir(self) -> Path:

@@ -1,6 +1,6 @@
 """The ``mtserve`` command: one module per command group, and common flags in ``common``.
 
-serve | translate | translate-file | models | keys | glossary | settings | bench | eval | convert.
+serve | translate | translate-file | models | keys | glossary | tm | settings | bench | eval | convert.
 Each module has an ``add_parser(commands)``; importing one is light, since the
 heavy libraries (engines, document formats, sacrebleu) load when a command runs.
 """
@@ -10,12 +10,24 @@ from __future__ import annotations
 import argparse
 
 from mtserve import __version__
-from mtserve.cli import bench, convert, evaluate, files, glossary, keys, models, serve, settings, translate
+from mtserve.cli import (
+    bench,
+    convert,
+    evaluate,
+    files,
+    glossary,
+    keys,
+    models,
+    serve,
+    settings,
+    tm,
+    translate,
+)
 from mtserve.cli.common import settings_from
 
 __all__ = ["build_parser", "main", "settings_from"]
 
-COMMAND_GROUPS = (serve, translate, models, keys, settings, bench, evaluate, convert, files, glossary)
+COMMAND_GROUPS = (serve, translate, models, keys, settings, bench, evaluate, convert, files, glossary, tm)
 
 
 def build_parser() -> argparse.ArgumentParser:

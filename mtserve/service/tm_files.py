@@ -1,0 +1,240 @@
+"""Translation-memory files: read .tmx, .po and .tsv into segment pairs; write .tmx.
+
+- **TMX 1.4b**: every ``<tu>`` with a ``<tuv>`` in the source and one in the
+  target language (``xml:lang``, or TMX 1.1's ``lang``; ``zh-CN`` is zh,
+  ``zh-TW`` and ``zh-Hant`` are zt). The source defaults to the header's
+  ``srclang``, the target to the file's only other language. A ``<seg>``
+  holding inline codes (``ph``, ``bpt``, ``ept``, ``it``, ``ut``) is skipped,
+  since its text without the codes is not what was translated; ``<hi>`` keeps
+  its text. Parsed with lxml, entities unresolved and no network.
+- **gettext .po**: msgid/msgstr pairs; fuzzy, obsolete and untranslated
+  entries are skipped, and a plural entry gives its singular form. msgids are
+  taken as English, and the header's ``Language`` names the msgstr language;
+  so a zh_CN catalog imported as zh->en stores msgstr -> msgid. The text goes
+  to polib only as a temporary file this module writes, never as a string,
+  which polib would open as a path if it named a file.
+- **TSV**: ``source<TAB>target`` lines (``#`` starts a comment); the language
+  pair comes from the caller.
+- **XLIFF**: not read yet; ``READERS`` is where its reader goes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from mtserve.service.tm import TMEntry, TMError, language_code
+
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+INLINE_CODES = {"ph", "bpt", "ept", "it", "ut"}
+FORMAT_BY_SUFFIX = {".tmx": "tmx", ".po": "po", ".tsv": "tsv", ".txt": "tsv", ".xliff": "xliff", ".xlf": "xliff"}
+TMX_LANGUAGE = {"zt": "zh-TW"}  # mtserve's zt is no BCP 47 tag
+
+
+@dataclass
+class TMFile:
+    """Pairs read from a file, their language pair, and what was skipped (reason -> count)."""
+
+    source_lang: str
+    target_lang: str
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def format_of(name: str, fmt: str | None = None) -> str:
+    """The format of a file called ``name`` (or ``fmt`` if given); a TMError for one that is not known."""
+    fmt = fmt or FORMAT_BY_SUFFIX.get(Path(name).suffix.lower())
+    if fmt not in READERS:
+        raise TMError(f"cannot tell the format of {name!r}; translation memories are read from "
+                      f"{', '.join(sorted(FORMAT_BY_SUFFIX))} files")
+    return fmt
+
+
+def read_tm(data: bytes, fmt: str, source_lang: str | None = None, target_lang: str | None = None) -> TMFile:
+    """Pairs from the bytes of a .tmx, .po or .tsv file; the languages given override the file's own."""
+    reader = READERS.get(fmt)
+    if reader is None:
+        raise TMError(f"{fmt} files cannot be imported into the translation memory yet; "
+                      "convert the file to .tmx or .po first")
+    source = language_code(source_lang, "source language") if source_lang else None
+    target = language_code(target_lang, "target language") if target_lang else None
+    if source and source == target:
+        raise TMError(f"the source and target languages are both {source!r}; give two different languages")
+    return reader(data, source, target)
+
+
+def _text(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise TMError(f"the {what} file is not UTF-8 text; save it as UTF-8") from None
+
+
+# --- TSV -------------------------------------------------------------------------------------
+def read_tsv(data: bytes, source: str | None, target: str | None) -> TMFile:
+    if not source or not target:
+        raise TMError("a .tsv file does not say its languages: give the source and target languages "
+                      "(--source zh --target en)")
+    found = TMFile(source, target)
+    for line in _text(data, ".tsv").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        columns = line.split("\t")
+        if len(columns) != 2:
+            found.skip("not a source<TAB>target line")
+            continue
+        found.pairs.append((columns[0], columns[1]))
+    return found
+
+
+# --- gettext .po -----------------------------------------------------------------------------
+def _parse_po(text: str):
+    """polib's catalog of ``text``, through a temporary file of ours: polib.pofile(text) would read the file
+    ``text`` names, if it names one."""
+    import polib
+
+    with tempfile.TemporaryDirectory(prefix="mtserve-tm-") as folder:
+        path = os.path.join(folder, "upload.po")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        try:
+            return polib.pofile(path, encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            raise TMError(f"the .po file cannot be parsed: {exc}") from None
+
+
+def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:
+    catalog = _parse_po(_text(data, ".po"))
+    declared = catalog.metadata.get("Language", "").strip()
+    msgstr_lang = language_code(declared, "the catalog's Language") if declared else None
+    msgid_lang = "en"
+    if source and target and msgstr_lang and msgstr_lang not in (source, target):
+        raise TMError(f"the catalog's Language is {declared!r}, neither {source!r} nor {target!r}; "
+                      f"import it as {msgid_lang}->{msgstr_lang} or {msgstr_lang}->{msgid_lang}")
+    if source and target:
+        reverse = msgstr_lang == source or (msgstr_lang is None and target == msgid_lang != source)
+    elif msgstr_lang and not source and not target:
+        source, target, reverse = msgid_lang, msgstr_lang, False
+    else:
+        raise TMError("give both the source and target languages (--source zh --target en) for this .po file"
+                      + ("" if msgstr_lang else "; its header has no Language"))
+    found = TMFile(source, target)
+    for entry in catalog:
+        if entry.obsolete:
+            found.skip("obsolete")
+        elif "fuzzy" in entry.flags:
+            found.skip("fuzzy")
+        elif not entry.msgid:
+            continue  # the header
+        else:
+            msgstr = entry.msgstr_plural.get(0, "") if entry.msgid_plural else entry.msgstr
+            if not msgstr.strip():
+                found.skip("untranslated")
+                continue
+            found.pairs.append((msgstr, entry.msgid) if reverse else (entry.msgid, msgstr))
+    return found
+
+
+# --- TMX -------------------------------------------------------------------------------------
+def _local(tag: object) -> str:
+    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
+
+
+def _tuv_language(tuv) -> str | None:
+    tag = tuv.get(XML_LANG) or tuv.get("lang")
+    try:
+        return language_code(tag) if tag else None
+    except TMError:
+        return None
+
+
+def read_tmx(data: bytes, source: str | None, target: str | None) -> TMFile:
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise TMError(f"the .tmx file is not well-formed XML: {exc}") from None
+    if _local(root.tag) != "tmx":
+        raise TMError(f"not a TMX file: its root element is <{_local(root.tag)}>, not <tmx>")
+    units = [el for el in root.iter() if _local(el.tag) == "tu"]
+    languages: dict[str, None] = {}
+    for unit in units:
+        for tuv in unit:
+            if _local(tuv.tag) == "tuv" and (code := _tuv_language(tuv)):
+                languages.setdefault(code)
+    header = next((el for el in root if _local(el.tag) == "header"), None)
+    declared = header.get("srclang", "") if header is not None else ""
+    if not source and declared and declared.lower() != "*all*":
+        source = language_code(declared, "the header's srclang")
+    others = [code for code in languages if code != source]
+    if not target and len(others) == 1:
+        target = others[0]
+    if not source or not target:
+        raise TMError(f"the .tmx file holds {', '.join(languages) or 'no languages'}: say which pair to import "
+                      "(--source zh --target en)")
+    found = TMFile(source, target)
+    for unit in units:
+        segs: dict[str, str | None] = {}
+        for tuv in unit:
+            code = _tuv_language(tuv) if _local(tuv.tag) == "tuv" else None
+            if code not in (source, target) or code in segs:
+                continue
+            seg = next((el for el in tuv if _local(el.tag) == "seg"), None)
+            if seg is None:
+                continue
+            if any(_local(el.tag) in INLINE_CODES for el in seg.iter()):
+                segs[code] = None
+            else:
+                segs[code] = "".join(seg.itertext())
+        if source not in segs or target not in segs:
+            found.skip(f"not in both {source} and {target}")
+        elif segs[source] is None or segs[target] is None:
+            found.skip("inline codes (ph, bpt, ept, it, ut)")
+        else:
+            found.pairs.append((segs[source], segs[target]))
+    return found
+
+
+def _xml_safe(text: str) -> str:
+    """``text`` without the control characters XML 1.0 cannot hold."""
+    return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
+
+
+def write_tmx(entries: Iterable[TMEntry], source_lang: str | None = None) -> tuple[bytes, int]:
+    """A TMX 1.4b document of ``entries`` and how many it holds; ``source_lang`` for the header's srclang."""
+    from lxml import etree
+
+    from mtserve import __version__
+
+    root = etree.Element("tmx", version="1.4")
+    etree.SubElement(root, "header", {
+        "creationtool": "mtserve", "creationtoolversion": __version__, "segtype": "sentence",
+        "o-tmf": "mtserve", "adminlang": "en", "datatype": "plaintext",
+        "srclang": TMX_LANGUAGE.get(source_lang, source_lang) if source_lang else "*all*"})
+    body = etree.SubElement(root, "body")
+    count = 0
+    for entry in entries:
+        created = datetime.fromisoformat(entry.created).strftime("%Y%m%dT%H%M%SZ")
+        unit = etree.SubElement(body, "tu", tuid=str(entry.id), creationdate=created,
+                                srclang=TMX_LANGUAGE.get(entry.source_lang, entry.source_lang))
+        if entry.origin:
+            etree.SubElement(unit, "prop", type="x-origin").text = _xml_safe(entry.origin)
+        for code, text in ((entry.source_lang, entry.source), (entry.target_lang, entry.target)):
+            tuv = etree.SubElement(unit, "tuv", {XML_LANG: TMX_LANGUAGE.get(code, code)})
+            etree.SubElement(tuv, "seg").text = _xml_safe(text)
+        count += 1
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True), count
+
+
+Reader = Callable[[bytes, "str | None", "str | None"], TMFile]
+READERS: dict[str, Reader | None] = {"tmx": read_tmx, "po": read_po, "tsv": read_tsv,
+                                     "xliff": None}  # XLIFF: a reader goes here once the format exists

@@ -1,0 +1,375 @@
+"""The translation memory: its store, lookups, ownership, and the files it reads and writes."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mtserve.service.tm import ALL_OWNERS, TMError, TranslationMemory, language_code
+from mtserve.service.tm_files import format_of, read_tm, write_tmx
+from mtserve.text.punctuation import match_key
+
+UI = [("打开文件", "Open file"), ("保存文件", "Save file"), ("打开文件夹", "Open folder"),
+      ("是否显示隐藏文件", "Whether to show hidden files"), ("请在搜索框中输入关键字。", "Enter a keyword in the search box."),
+      ("今天天气很好", "The weather is nice today")]
+
+
+@pytest.fixture
+def tm(tmp_path):
+    store = TranslationMemory(tmp_path / "tm.sqlite3")
+    yield store
+    store.close()
+
+
+# --- the store ---------------------------------------------------------------------------
+def test_pairs_round_trip_with_their_pair_origin_and_time(tm):
+    report = tm.add(UI, "zh", "en", origin="ui.po")
+    assert (report.added, report.duplicates, report.skipped) == (len(UI), 0, {})
+    entries = list(tm.entries())
+    assert [(e.source, e.target) for e in entries] == UI
+    assert {(e.source_lang, e.target_lang, e.origin, e.owner, e.suggestion) for e in entries} == \
+        {("zh", "en", "ui.po", None, False)}
+    assert entries[0].created.endswith("+00:00")
+    assert tm.get(entries[0].id) == entries[0]
+
+
+def test_duplicates_empty_and_over_long_pairs_are_counted_not_stored(tm):
+    tm.add(UI[:2], "zh", "en")
+    report = tm.add([UI[0], ("  ", "x"), ("长" * 6000, "long")], "zh", "en")
+    assert (report.added, report.duplicates) == (0, 1)
+    assert report.skipped == {"empty source or target": 1, "longer than 5000 characters": 1}
+    assert len(tm) == 2
+
+
+def test_a_large_import_is_stored_in_chunks_and_counts_duplicates_across_them(tm, monkeypatch):
+    monkeypatch.setattr("mtserve.service.tm.ADD_CHUNK", 3)
+    pairs = [(f"第{i}句", f"sentence {i}") for i in range(10)]
+    report = tm.add(pairs + pairs[:4], "zh", "en")
+    assert (report.added, report.duplicates) == (10, 4) and len(tm) == 10
+
+
+def test_the_store_is_kept_on_disk(tmp_path):
+    first = TranslationMemory(tmp_path / "tm.sqlite3")
+    first.add(UI, "zh", "en")
+    first.close()
+    again = TranslationMemory(tmp_path / "tm.sqlite3")
+    assert again.exact("打开文件", "zh", "en").target == "Open file"
+    assert again.similar("打开这个文件", "zh", "en", k=1)[0].entry.source == "打开文件"
+    again.close()
+
+
+def test_a_second_store_on_the_same_file_sees_writes_at_once(tmp_path):
+    """What `mtserve tm import` writes, a running server's store finds without a restart."""
+    server, cli = TranslationMemory(tmp_path / "tm.sqlite3"), TranslationMemory(tmp_path / "tm.sqlite3")
+    assert server.exact("打开文件", "zh", "en") is None
+    cli.add(UI, "zh", "en", origin="cli")
+    assert server.exact("打开文件", "zh", "en").target == "Open file"
+    assert server.similar("打开这个文件", "zh", "en", k=1)[0].entry.source == "打开文件"
+    assert cli.remove(origin="cli") == len(UI) and server.similar("打开这个文件", "zh", "en") == []
+    server.close()
+    cli.close()
+
+
+def test_an_old_sqlite_is_refused_with_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setattr("sqlite3.sqlite_version_info", (3, 22, 0))
+    monkeypatch.setattr("sqlite3.sqlite_version", "3.22.0")
+    with pytest.raises(TMError, match=r"needs SQLite 3\.24\.0 or later.*has 3\.22\.0"):
+        TranslationMemory(tmp_path / "tm.sqlite3").stats()
+    assert not (tmp_path / "tm.sqlite3").exists()
+
+
+def test_language_tags_become_mtserve_codes():
+    assert [language_code(t) for t in ("zh-CN", "zh_Hans", "ZH", "zh-TW", "zh_Hant", "en-US", "pt_BR")] == \
+        ["zh", "zh", "zh", "zt", "zt", "en", "pt"]
+    with pytest.raises(TMError, match="not a language code"):
+        language_code("chinese!")
+
+
+# --- exact lookup --------------------------------------------------------------------------
+def test_match_key_joins_widths_and_spacings_of_the_same_text():
+    assert match_key("你好，世界！") == match_key("你好, 世界!") == match_key(" 你好 ,世界! ")
+    assert match_key("Ｗｉ－Ｆｉ\u3000设置") == match_key("Wi-Fi 设置") == "Wi-Fi设置"
+    assert match_key("log in") != match_key("login")
+    assert match_key("Open") != match_key("open")
+
+
+def test_exact_match_after_normalising_whitespace_and_punctuation_width(tm):
+    tm.add(UI, "zh", "en")
+    assert tm.exact("请在搜索框中输入关键字.", "zh", "en").target == "Enter a keyword in the search box."
+    assert tm.exact(" 请在搜索框中 输入关键字。\n", "zh", "en").target == "Enter a keyword in the search box."
+    assert tm.exact("打开文件！", "zh", "en") is None
+    assert tm.exact("打开文件", "zh", "de") is None  # another pair
+    assert tm.exact("", "zh", "en") is None
+
+
+def test_the_newest_translation_and_the_callers_own_win_an_exact_match(tm):
+    tm.add([("打开", "Open")], "zh", "en")
+    tm.add([("打开", "Open it")], "zh", "en")
+    assert tm.exact("打开", "zh", "en").target == "Open it"
+    tm.add([("打开", "Opening")], "zh", "en", owner="k1")
+    tm.add([("打开", "Launch")], "zh", "en")
+    assert tm.exact("打开", "zh", "en", owner="k1").target == "Opening"
+    assert tm.exact("打开", "zh", "en").target == "Launch"
+
+
+# --- fuzzy lookup -------------------------------------------------------------------------
+def test_a_near_match_outranks_a_far_one(tm):
+    tm.add(UI, "zh", "en")
+    matches = tm.similar("打开这个文件", "zh", "en", k=4)
+    sources = [m.entry.source for m in matches]
+    print([(m.entry.source, m.score) for m in matches])
+    assert sources[0] == "打开文件"
+    assert sources.index("打开文件") < sources.index("保存文件")
+    assert [m.score for m in matches] == sorted((m.score for m in matches), reverse=True)
+    assert all(0 < m.score < 100 for m in matches)
+
+
+def test_an_exact_match_scores_100_and_k_bounds_the_answer(tm):
+    tm.add(UI, "zh", "en")
+    matches = tm.similar("打开文件", "zh", "en", k=2)
+    assert len(matches) == 2 and matches[0].entry.source == "打开文件" and matches[0].score == 100
+    assert tm.similar("打开文件", "zh", "en", k=0) == []
+
+
+def test_unrelated_strings_are_not_returned_above_the_threshold(tm):
+    tm.add(UI, "zh", "en")
+    assert tm.similar("我们明天去北京看长城", "zh", "en", k=4, min_similarity=60) == []
+    assert tm.similar("今天天气很好吗", "zh", "en", k=4, min_similarity=60)[0].entry.source == "今天天气很好"
+    assert all(m.score >= 60 for m in tm.similar("打开文件夹吧", "zh", "en", k=4, min_similarity=60))
+
+
+def test_fuzzy_lookup_keeps_to_the_language_pair(tm):
+    tm.add(UI, "zh", "en")
+    tm.add([("打开这个文件", "Diese Datei öffnen")], "zh", "de")
+    assert [m.entry.target_lang for m in tm.similar("打开这个文件", "zh", "en", k=4)] == ["en"] * 4
+    assert tm.similar("打开这个文件", "zh", "de", k=4)[0].score == 100
+
+
+def test_the_fuzzy_index_forgets_removed_entries(tm):
+    tm.add(UI, "zh", "en", origin="a")
+    tm.add([("打开这个文件", "Open this file")], "zh", "en", origin="b")
+    assert tm.similar("打开这个文件", "zh", "en", k=1)[0].score == 100
+    assert tm.remove(origin="b") == 1
+    assert tm.similar("打开这个文件", "zh", "en", k=1)[0].entry.source == "打开文件"
+    assert tm.remove(everything=True) == len(UI)
+    db = tm._conn()
+    assert db.execute("SELECT count(*) FROM tm_grams").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM tm_gram_df WHERE df != 0").fetchone() == (0,)
+
+
+def test_lookups_read_indexes_never_a_whole_table(tm):
+    """Every statement of exact() and similar() searches an index; none scans tm or the postings."""
+    tm.add(UI, "zh", "en")
+    db = tm._conn()
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    tm.exact("打开文件", "zh", "en", owner="k1")
+    tm.similar("打开这个文件", "zh", "en", k=4, owner="k1")
+    db.set_trace_callback(None)
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 4, statements
+    for statement in selects:
+        plan = " | ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN " + statement))
+        print(plan)
+        assert "SEARCH" in plan and not any(part.strip().startswith("SCAN") and "tm" in part
+                                            for part in plan.split("|")), (statement, plan)
+
+
+def test_a_query_of_quotes_and_fts_words_is_data_not_syntax(tm):
+    tm.add([('"OR" 与 NOT', "OR and NOT"), ("a*b", "a times b")], "zh", "en")
+    assert tm.similar('"OR" 与 NOT', "zh", "en", k=1)[0].score == 100
+    assert tm.similar("a*b", "zh", "en", k=1)[0].entry.target == "a times b"
+    assert tm.similar("x", "zh", "en", k=1) == []  # no gram of it in the TM
+
+
+# --- ownership and suggestions --------------------------------------------------------------
+def test_a_key_sees_its_own_entries_and_the_operators_and_deletes_only_its_own(tm):
+    tm.add([("打开", "Open")], "zh", "en")  # the operator's
+    tm.add([("关闭", "Close")], "zh", "en", owner="k1")
+    tm.add([("保存", "Save")], "zh", "en", owner="k2")
+    assert {e.source for e in tm.entries(owner="k1")} == {"打开", "关闭"}
+    assert {e.source for e in tm.entries(owner=None)} == {"打开"}  # no key: the operator's only
+    assert {e.source for e in tm.entries(owner=ALL_OWNERS)} == {"打开", "关闭", "保存"}
+    assert tm.exact("保存", "zh", "en", owner="k1") is None
+    assert [m.entry.source for m in tm.similar("保存一下", "zh", "en", owner="k1")] == []
+    assert tm.similar("保存一下", "zh", "en", owner="k2")[0].entry.source == "保存"
+    ids = {e.source: e.id for e in tm.entries(owner=ALL_OWNERS)}
+    assert tm.remove(ids=[ids["打开"], ids["保存"]], owner="k1") == 0  # neither is k1's
+    assert tm.remove(everything=True, owner="k1") == 1
+    assert {e.source for e in tm.entries(owner=ALL_OWNERS)} == {"打开", "保存"}
+    assert tm.remove(everything=True) == 1  # the operator's own (None), not k2's
+    assert [e.owner for e in tm.entries(owner=ALL_OWNERS)] == ["k2"]
+    with pytest.raises(TMError, match="not an owner"):
+        tm.add([("a", "b")], "zh", "en", owner=ALL_OWNERS)
+
+
+def test_suggestions_enter_lookups_only_once_accepted(tm):
+    tm.add([("打开", "Open")], "zh", "en")
+    tm.add([("关闭", "Close"), ("打开", "Open")], "zh", "en", origin="k1", owner="k1", suggestion=True)
+    assert tm.exact("关闭", "zh", "en", owner="k1") is None
+    assert tm.similar("关闭", "zh", "en", owner=ALL_OWNERS) == []
+    assert list(tm.entries(suggestions=True)) == []  # the operator's view without keys' entries
+    assert [e.source for e in tm.entries(owner=ALL_OWNERS, suggestions=True)] == ["关闭", "打开"]
+    assert tm.stats(owner=ALL_OWNERS)[0].suggestions == 2 and tm.stats()[0].suggestions == 0
+    close_id = next(e.id for e in tm.entries(owner="k1", suggestions=True) if e.source == "关闭")
+    assert tm.accept([close_id]) == 1
+    assert tm.exact("关闭", "zh", "en", owner="k1").target == "Close"
+    assert tm.accept() == 1
+    assert list(tm.entries(owner=ALL_OWNERS, suggestions=True)) == []
+
+
+def test_remove_needs_exactly_one_criterion(tm):
+    with pytest.raises(TMError, match="exactly one"):
+        tm.remove()
+    with pytest.raises(TMError, match="exactly one"):
+        tm.remove(origin="a", everything=True)
+
+
+def test_threads_share_one_store(tm):
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(30):
+                tm.add([(f"第{n}组第{i}句话", f"group {n} sentence {i}")], "zh", "en", origin=f"t{n}")
+                tm.similar(f"第{n}组第{i}句", "zh", "en", k=2)
+                tm.exact(f"第{n}组第{i}句话", "zh", "en")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == [] and len(tm) == 120
+
+
+# --- files -------------------------------------------------------------------------------
+PO = """msgid ""
+msgstr ""
+"Language: zh_CN\\n"
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+msgid "Open"
+msgstr "打开"
+
+#, fuzzy
+msgid "Close"
+msgstr "关闭"
+
+msgid "Untranslated"
+msgstr ""
+
+msgid "%d file"
+msgid_plural "%d files"
+msgstr[0] "%d 个文件"
+
+#~ msgid "Old"
+#~ msgstr "旧的"
+"""
+
+
+def test_po_import_skips_fuzzy_obsolete_and_untranslated_entries():
+    found = read_tm(PO.encode(), "po")
+    assert (found.source_lang, found.target_lang) == ("en", "zh")
+    assert found.pairs == [("Open", "打开"), ("%d file", "%d 个文件")]
+    assert found.skipped == {"fuzzy": 1, "untranslated": 1, "obsolete": 1}
+
+
+def test_a_zh_catalog_read_as_zh_to_en_stores_msgstr_to_msgid():
+    found = read_tm(PO.encode(), "po", "zh", "en")
+    assert (found.source_lang, found.target_lang) == ("zh", "en")
+    assert found.pairs[0] == ("打开", "Open")
+
+
+def test_a_po_import_for_a_pair_the_catalog_is_not_in_is_refused():
+    with pytest.raises(TMError, match="neither 'fr' nor 'en'"):
+        read_tm(PO.encode(), "po", "fr", "en")
+    with pytest.raises(TMError, match="two different languages"):
+        read_tm(PO.encode(), "po", "zh", "zh-CN")
+
+
+def test_a_po_upload_whose_text_names_a_file_is_parsed_not_opened(tmp_path, monkeypatch):
+    secret = tmp_path / "secret.po"
+    secret.write_text('msgid "Secret"\nmsgstr "机密"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for text in (str(secret), "secret.po"):
+        with pytest.raises(TMError) as caught:
+            read_tm(text.encode(), "po", "en", "zh")
+        assert "机密" not in str(caught.value)
+    assert read_tm(b"", "po", "en", "zh").pairs == []
+
+
+def test_tsv_import_needs_the_pair_and_skips_malformed_lines():
+    found = read_tm("# comment\n打开\tOpen\n\nno tab here\n保存\tSave\n".encode(), "tsv", "zh-CN", "en")
+    assert found.pairs == [("打开", "Open"), ("保存", "Save")] and found.source_lang == "zh"
+    assert found.skipped == {"not a source<TAB>target line": 1}
+    with pytest.raises(TMError, match="--source zh --target en"):
+        read_tm(b"a\tb\n", "tsv")
+
+
+TMX = """<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE tmx SYSTEM "tmx14.dtd">
+<tmx version="1.4">
+  <header creationtool="t" creationtoolversion="1" segtype="sentence" o-tmf="t" adminlang="en-US"
+          srclang="en-US" datatype="plaintext"/>
+  <body>
+    <tu><tuv xml:lang="en-US"><seg>Open</seg></tuv><tuv xml:lang="zh-CN"><seg>打开</seg></tuv></tu>
+    <tu><tuv xml:lang="EN-US"><seg>Press <hi type="b">OK</hi></seg></tuv>
+        <tuv xml:lang="zh-CN"><seg>按<hi>确定</hi></seg></tuv></tu>
+    <tu><tuv xml:lang="en-US"><seg>Hello <ph x="1">%s</ph></seg></tuv>
+        <tuv xml:lang="zh-CN"><seg>你好 <ph x="1">%s</ph></seg></tuv></tu>
+    <tu><tuv lang="en"><seg>Save</seg></tuv><tuv lang="zh"><seg>保存</seg></tuv></tu>
+    <tu><tuv xml:lang="en-US"><seg>Only English</seg></tuv></tu>
+  </body>
+</tmx>
+"""
+
+
+def test_tmx_import_reads_tu_tuv_seg_keeps_hi_and_skips_inline_codes():
+    found = read_tm(TMX.encode(), "tmx")
+    assert (found.source_lang, found.target_lang) == ("en", "zh")
+    assert found.pairs == [("Open", "打开"), ("Press OK", "按确定"), ("Save", "保存")]
+    assert found.skipped == {"inline codes (ph, bpt, ept, it, ut)": 1, "not in both en and zh": 1}
+    reverse = read_tm(TMX.encode(), "tmx", "zh", "en")
+    assert reverse.pairs[0] == ("打开", "Open")
+
+
+def test_tmx_entities_are_not_resolved_and_bad_xml_is_refused(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET", encoding="utf-8")
+    xxe = f"""<?xml version="1.0"?><!DOCTYPE tmx [<!ENTITY x SYSTEM "file://{secret}">]>
+<tmx version="1.4"><header srclang="en"/><body>
+<tu><tuv xml:lang="en"><seg>a &x;</seg></tuv><tuv xml:lang="zh"><seg>甲</seg></tuv></tu></body></tmx>"""
+    found = read_tm(xxe.encode(), "tmx")
+    assert all("SECRET" not in s + t for s, t in found.pairs)
+    with pytest.raises(TMError, match="not well-formed"):
+        read_tm(b"<tmx><body>", "tmx")
+    with pytest.raises(TMError, match="not a TMX file"):
+        read_tm(b"<html/>", "tmx")
+    with pytest.raises(TMError, match="say which pair"):
+        read_tm(b'<tmx><header srclang="*all*"/><body/></tmx>', "tmx")
+
+
+def test_tmx_export_reimports_to_the_same_pairs(tm):
+    tm.add(UI + [("a\x01b & <c>", "x")], "zh", "en", origin="ui")
+    tm.add([("打開檔案", "Open file")], "zt", "en")
+    data, count = write_tmx(tm.entries("zh", "en"), "zh")
+    assert count == len(UI) + 1
+    again = read_tm(data, "tmx")
+    assert (again.source_lang, again.target_lang) == ("zh", "en")
+    assert again.pairs == UI + [("ab & <c>", "x")]  # a control character XML cannot hold is dropped
+    traditional, _ = write_tmx(tm.entries("zt", "en"), "zt")
+    assert b'xml:lang="zh-TW"' in traditional
+    assert read_tm(traditional, "tmx").pairs == [("打開檔案", "Open file")]
+    assert read_tm(traditional, "tmx").source_lang == "zt"
+
+
+def test_formats_by_name_and_the_xliff_hook():
+    assert [format_of(n) for n in ("a.TMX", "b.po", "c.tsv")] == ["tmx", "po", "tsv"]
+    with pytest.raises(TMError, match="cannot tell the format"):
+        format_of("notes.docx")
+    with pytest.raises(TMError, match="cannot be imported into the translation memory yet"):
+        read_tm(b"<xliff/>", format_of("a.xliff"))
