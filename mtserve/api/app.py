@@ -18,6 +18,7 @@ from mtserve.api.errors import BodyTooLarge, error_response, install_error_handl
 from mtserve.api.files import UPLOAD_PATHS, upload_limit_bytes
 from mtserve.api.files import router as files_router
 from mtserve.api.deepl import router as deepl_router
+from mtserve.api.deepl_documents import router as deepl_documents_router
 from mtserve.api.openai_compat import router as openai_router
 from mtserve.api.routes import router
 from mtserve.api.schemas import DetectRequest, TranslateRequest
@@ -217,6 +218,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(deepl_router)
+    app.include_router(deepl_documents_router)
     app.include_router(openai_router)
     app.include_router(files_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")

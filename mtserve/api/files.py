@@ -29,7 +29,7 @@ router = APIRouter()
 
 READ_CHUNK = 1 << 20
 MULTIPART_SLACK = 64 * 1024  # form fields and boundaries around the file itself
-UPLOAD_PATHS = ("/translate_file", "/jobs")  # where the body limit is files_max_mb, not max_body_bytes
+UPLOAD_PATHS = ("/translate_file", "/jobs", "/v2/document")  # where the body limit is files_max_mb, not max_body_bytes
 
 
 def upload_limit_bytes(settings: Settings) -> int:

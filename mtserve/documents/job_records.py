@@ -47,14 +47,17 @@ CREATE TABLE IF NOT EXISTS jobs (
     glossary TEXT,
     created_at REAL NOT NULL,
     finished_at REAL,
-    instance TEXT
+    instance TEXT,
+    chars INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_by_finish ON jobs (finished_at);
 """
 # What changes as a job runs; the rest is written once, with the job.
 MUTABLE = ("version", "status", "total", "done", "section", "error", "error_status", "detected", "result_name",
            "result_filename", "notes", "upload", "finished_at")
-COLUMNS = ("id", "filename", "format", "source", "target", "glossary", "created_at", "instance", *MUTABLE)
+COLUMNS = ("id", "filename", "format", "source", "target", "glossary", "created_at", "instance", "chars",
+           *MUTABLE)
+ADDED_COLUMNS = {"chars": "INTEGER NOT NULL DEFAULT 0"}  # columns a file made by an older mtserve lacks
 LISTED = tuple(c for c in COLUMNS if c != "glossary")  # a listing leaves each job's glossary on disk
 
 
@@ -75,6 +78,10 @@ class JobRecords:
             try:
                 if not self._ready:
                     db.executescript(_SCHEMA)
+                    present = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+                    for column, kind in ADDED_COLUMNS.items():
+                        if column not in present:
+                            db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
                     self._ready = True
                 with db:  # one transaction: committed, or rolled back on an error
                     yield db

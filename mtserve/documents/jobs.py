@@ -28,7 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import hashlib
+import hmac
 import logging
+import os
 import re
 import secrets
 import time
@@ -79,6 +82,7 @@ class Job:
     section: str | None = None
     error: str | None = None
     error_status: int | None = None  # the HTTP status that fits the failure
+    chars: int = 0  # characters of text to translate (what DeepL's document API bills)
     detected: Detection | None = None
     result_name: str | None = None  # under results/, also the download name
     result_filename: str | None = None  # what the user's browser saves it as
@@ -104,7 +108,7 @@ class Job:
                 "done": self.done, "section": self.section, "error": self.error,
                 "error_status": self.error_status, "detected": detected, "result_name": self.result_name,
                 "result_filename": self.result_filename, "notes": list(self.notes), "upload": self.upload,
-                "created_at": self.created_at, "finished_at": self.finished_at}
+                "created_at": self.created_at, "finished_at": self.finished_at, "chars": self.chars}
 
     @classmethod
     def from_record(cls, row: dict) -> Job:
@@ -115,7 +119,8 @@ class Job:
                    detected=Detection(detected["language"], detected["confidence"]) if detected else None,
                    result_name=row["result_name"], result_filename=row["result_filename"],
                    notes=list(row["notes"] or []), created_at=row["created_at"],
-                   finished_at=row["finished_at"], upload=row["upload"], version=row["version"])
+                   finished_at=row["finished_at"], upload=row["upload"], version=row["version"],
+                   chars=row.get("chars") or 0)
 
     def snapshot(self, ttl_s: float) -> dict:
         """The job as the API shows it."""
@@ -173,6 +178,30 @@ class JobStore:
         self._dirty: set[str] = set()  # jobs changed since their record was last written
         self._wake_writer = asyncio.Event()
         self._stopping = False
+        self._key: bytes | None = None  # see document_key
+
+    # --- document keys ----------------------------------------------------------------
+    def document_key(self, job: Job) -> str:
+        """The secret that goes with a job id (DeepL's document_key): an HMAC of the id under a key
+        kept under HOME, so it needs no column and survives a restart."""
+        return hmac.new(self._secret(), job.id.encode(), hashlib.sha256).hexdigest()
+
+    def key_matches(self, job: Job, key: str) -> bool:
+        return hmac.compare_digest(self.document_key(job), key or "")
+
+    def _secret(self) -> bytes:
+        if self._key is None:
+            path = self.settings.home / "document-keys.secret"
+            try:
+                self._key = path.read_bytes()
+            except FileNotFoundError:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_name(path.name + f".{os.getpid()}.part")
+                partial.write_bytes(secrets.token_bytes(32))
+                partial.chmod(0o600)
+                os.replace(partial, path)  # a concurrent first start keeps one of the two, and reads it
+                self._key = path.read_bytes()
+        return self._key
 
     # --- lifecycle -----------------------------------------------------------------
     @property
@@ -310,7 +339,8 @@ class JobStore:
         document.check_target(target)
         count = self._check_segments(document, fmt.extensions[0])
         job = Job(id=secrets.token_hex(16), filename=PurePath(filename).name, format=fmt.name,
-                  source=source, target=target, total=count, notes=list(document.notes))
+                  source=source, target=target, total=count, notes=list(document.notes),
+                  chars=sum(len(segment) for segment in document.segments))
         job.upload = f"{job.id}.{fmt.extensions[0]}"
         upload = self.uploads / job.upload
         await asyncio.to_thread(self._write, upload, data)

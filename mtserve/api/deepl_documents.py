@@ -1,0 +1,155 @@
+"""DeepL's document API (``/v2/document``), so DeepL clients and plugins translate files too.
+
+Upload (``POST /v2/document``: multipart ``file``, ``target_lang``, optional
+``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``)
+answers ``document_id`` and ``document_key``. The status (``POST /v2/document/{id}``
+with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
+``seconds_remaining`` and ``billed_characters``; the result
+(``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
+wrong key is a 403 and an unknown id a 404, as DeepL answers.
+
+The documents are mtserve's document jobs: the same job store, formats, limits
+and queue as ``/jobs`` and ``/translate_file``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import PurePath
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse
+from starlette.background import BackgroundTask
+from starlette.datastructures import UploadFile
+
+from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, read_fields, to_mtserve
+from mtserve.api.errors import ApiError, BodyTooLarge
+from mtserve.api.routes import admit, key_id_of, service_of
+from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
+from mtserve.documents.jobs import Job, JobStatus, JobStore
+from mtserve.documents.registry import format_for
+
+router = APIRouter(prefix="/v2", tags=["DeepL API v2"])
+
+READ_CHUNK = 1 << 20
+STATUS = {JobStatus.QUEUED: "queued", JobStatus.RUNNING: "translating", JobStatus.DONE: "done",
+          JobStatus.FAILED: "error", JobStatus.CANCELLED: "error"}
+
+
+def jobs_of(request: Request) -> JobStore:
+    return request.app.state.jobs
+
+
+@router.post("/document")
+async def upload_document(request: Request):
+    """Queue a document; answers its id and the key that status and result calls need."""
+    store = jobs_of(request)
+    if not store.formats:
+        raise ApiError(403, "Document translation is turned off on this server (MTSERVE_FILES_FORMATS is empty)")
+    admit(request, None)  # the key travels in Authorization: DeepL-Auth-Key, so before the body is read
+    if "multipart/form-data" not in request.headers.get("content-type", ""):
+        raise ApiError(400, "Send the document as multipart/form-data with fields file and target_lang")
+    try:
+        form = await request.form(max_files=1, max_fields=16)
+    except BodyTooLarge:
+        raise ApiError(413, f"The document is over {store.settings.files_max_mb:g} MB, the limit "
+                            "(MTSERVE_FILES_MAX_MB)") from None
+    except Exception as exc:  # starlette's MultiPartException and friends: a malformed body
+        raise ApiError(400, f"Could not read the multipart form: {exc}") from None
+    try:
+        return await _queue(request, store, form)
+    finally:
+        await form.close()
+
+
+async def _queue(request: Request, store: JobStore, form) -> dict:
+    service = service_of(request)
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
+        raise ApiError(400, "Parameter 'file' not specified: send the document in a field named 'file'")
+    fields = {key: value for key, value in form.items() if isinstance(value, str)}
+    if not fields.get("target_lang"):
+        raise ApiError(400, "Parameter 'target_lang' not specified.")
+    supported = service.languages
+    target = to_mtserve(fields["target_lang"], "target_lang", supported)
+    source = to_mtserve(fields["source_lang"], "source_lang", supported) if fields.get("source_lang") else "auto"
+    formality = fields.get("formality", "default").strip().lower() or "default"
+    if formality not in FORMALITY_KNOWN:
+        raise ApiError(400, f"Value for 'formality' not supported: {formality!r}")
+    if formality not in FORMALITY_OK:
+        raise ApiError(400, f"'formality' is not supported for target language {fields['target_lang']}; "
+                            "use prefer_more or prefer_less")
+    filename = PurePath(fields.get("filename") or upload.filename or "").name
+    try:
+        fmt = format_for(filename, store.formats)
+    except DocumentError as exc:
+        raise ApiError(400, str(exc)) from None
+    output_format = fields.get("output_format", "").strip().lower().lstrip(".")
+    if output_format and output_format not in fmt.extensions:
+        raise ApiError(400, f"Value for 'output_format' not supported: a .{fmt.extensions[0]} document is "
+                            f"translated into a .{fmt.extensions[0]} document")
+    glossary_id = fields.get("glossary_id", "").strip() or None
+    if glossary_id and source == "auto":
+        raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
+    data = bytearray()
+    while chunk := await upload.read(READ_CHUNK):
+        data += chunk
+        if len(data) > store.max_bytes:
+            raise ApiError(413, f"The document is over {store.settings.files_max_mb:g} MB, the limit "
+                                "(MTSERVE_FILES_MAX_MB)")
+    try:
+        job = await store.submit(service, filename, bytes(data), source, target, None,
+                                 glossary_id=glossary_id, key_id=key_id_of(request))
+    except LimitExceeded as exc:
+        raise ApiError(413, str(exc)) from None
+    except TooManyDocuments as exc:
+        raise ApiError(503, str(exc), {"Retry-After": "30"}) from None
+    except DocumentError as exc:
+        raise ApiError(400, str(exc)) from None
+    request.app.state.runtime.usage_chars += job.chars
+    return {"document_id": job.id, "document_key": store.document_key(job)}
+
+
+async def _job(request: Request, document_id: str) -> Job:
+    """The job for an id and its key: 404 for an unknown id, 403 for a wrong key."""
+    admit(request, None)
+    store = jobs_of(request)
+    job = store.get(document_id)
+    if job is None:
+        raise ApiError(404, f"Document not found: {document_id!r} (it never existed, was downloaded, "
+                            f"or expired after {store.ttl_s:g} s)")
+    fields = await read_fields(request)
+    key = fields.get("document_key")
+    if not isinstance(key, str) or not store.key_matches(job, key):
+        raise ApiError(403, "Invalid document_key for this document")
+    return job
+
+
+@router.post("/document/{document_id}")
+async def document_status(request: Request, document_id: str):
+    job = await _job(request, document_id)
+    body = {"document_id": job.id, "status": STATUS[job.status]}
+    if job.status is JobStatus.RUNNING and job.done:
+        rate = (time.time() - job.created_at) / job.done
+        body["seconds_remaining"] = max(1, round(rate * (job.total - job.done)))
+    if job.status is JobStatus.DONE:
+        body["billed_characters"] = job.chars
+    if job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        body["error_message"] = job.error or f"the translation was {job.status.value}"
+    return body
+
+
+@router.post("/document/{document_id}/result")
+async def document_result(request: Request, document_id: str):
+    """The translated file, once; it is deleted after this download, as DeepL does."""
+    job = await _job(request, document_id)
+    store = jobs_of(request)
+    if job.status is not JobStatus.DONE:
+        raise ApiError(503, "Document translation is not finished yet; poll its status first",
+                       {"Retry-After": "5"})
+    path = store.result_path(job.result_name or "")
+    if path is None:
+        raise ApiError(404, f"Document not found: {document_id!r} (its result expired)")
+    return FileResponse(path, filename=job.result_filename or path.name,
+                        media_type="application/octet-stream",
+                        background=BackgroundTask(store.cancel, job))

@@ -1,0 +1,76 @@
+"""DeepL's document API through the official ``deepl`` client, on a server with a test-double engine.
+
+translate_document_from_filepath uploads, polls the status and downloads the
+result: the round trip every DeepL plugin that translates files makes.
+"""
+
+from __future__ import annotations
+
+import deepl
+import httpx
+import pytest
+
+from tests.api.test_api_behaviour import serve
+from tests.documents import samples
+from tests.documents.helpers import SwapEngine, visible_text
+from tests.documents.samples import has_han
+
+FORMATS = ["notes.txt", "report.docx", "slides.pptx", "page.html", "film.srt"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serve(SwapEngine(slots=2), home=tmp_path_factory.mktemp("home")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def translator(server):
+    return deepl.Translator("any-key", server_url=server)
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_the_official_client_translates_a_document(translator, tmp_path, name):
+    data = samples.all_samples()[name]
+    source, output = tmp_path / name, tmp_path / f"out-{name}"
+    source.write_bytes(data)
+    status = translator.translate_document_from_filepath(source, output, source_lang="ZH", target_lang="EN-US")
+    assert status.done and status.ok, status
+    assert status.billed_characters and status.billed_characters > 0
+    result = output.read_bytes()
+    before, after = visible_text(name, data), visible_text(name, result)
+    assert has_han(before) and not has_han(after), after[:300]
+    assert samples.swap(before.strip().splitlines()[0]).strip() in after
+
+
+def test_the_result_is_gone_once_downloaded_a_wrong_key_is_403_and_an_unknown_id_404(translator, server):
+    handle = translator.translate_document_upload(samples.TXT.encode(), target_lang="EN-US", filename="a.txt")
+    status = translator.translate_document_wait_until_done(handle)
+    assert status.done
+    wrong = httpx.post(f"{server}/v2/document/{handle.document_id}", json={"document_key": "0" * 64})
+    assert wrong.status_code == 403 and "document_key" in wrong.json()["message"]
+    unknown = httpx.post(f"{server}/v2/document/{'f' * 32}", json={"document_key": handle.document_key})
+    assert unknown.status_code == 404 and "message" in unknown.json()
+    first = httpx.post(f"{server}/v2/document/{handle.document_id}/result",
+                       json={"document_key": handle.document_key})
+    assert first.status_code == 200 and first.content
+    again = httpx.post(f"{server}/v2/document/{handle.document_id}/result",
+                       json={"document_key": handle.document_key})
+    assert again.status_code == 404
+
+
+def test_bad_uploads_are_deepl_errors(server):
+    no_target = httpx.post(f"{server}/v2/document", files={"file": ("a.txt", b"\xe4\xbd\xa0\xe5\xa5\xbd")})
+    assert no_target.status_code == 400 and "target_lang" in no_target.json()["message"]
+    unknown_format = httpx.post(f"{server}/v2/document", data={"target_lang": "EN-US"},
+                                files={"file": ("a.exe", b"MZ")})
+    assert unknown_format.status_code == 400 and "format" in unknown_format.json()["message"]
+    converted = httpx.post(f"{server}/v2/document", data={"target_lang": "EN-US", "output_format": "pdf"},
+                           files={"file": ("a.txt", "你好。".encode())})
+    assert converted.status_code == 400 and "output_format" in converted.json()["message"]
+
+
+def test_document_jobs_share_the_job_store_with_jobs(translator, server):
+    handle = translator.translate_document_upload("你好。".encode(), target_lang="EN-US", filename="b.txt")
+    job = httpx.get(f"{server}/jobs/{handle.document_id}").json()
+    assert job["id"] == handle.document_id and job["filename"] == "b.txt"
