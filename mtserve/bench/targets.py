@@ -336,6 +336,78 @@ class NaiveTarget(EngineTarget):
         return reply
 
 
+class WrapperTarget:
+    """A bare wrapper around llama.cpp with a one-line prompt: the baseline mtserve's whole path,
+    prompt included (system prompt, examples, grammar), is measured against.
+
+    It is what a user would write in twenty lines: the same model, slots and threads, one chat
+    request per text with "Translate ... Output only the translation.", greedy, streamed, and
+    nothing else: no examples, no grammar, no sentence splitting, no cleanup, no queue.
+    """
+
+    kind = "wrapper"
+    SYSTEM = "Translate the following {source} text into {target}. Output only the translation."
+
+    def __init__(self, settings: Any, *, name: str | None = None):
+        self.settings = settings
+        self.name = name or "wrapper"
+        self._server: Any = None
+        self._slots = max(1, settings.n_parallel)
+
+    def start(self) -> None:
+        import xllamacpp
+
+        from mtserve.engines.factory import create_engine
+
+        engine = create_engine(self.settings)  # only to resolve the model file the same way; never loaded
+        params = xllamacpp.CommonParams()
+        params.model.path = str(engine.model_path)
+        params.n_parallel = self._slots
+        params.n_ctx = self.settings.ctx_per_slot * self._slots
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.settings.threads
+        params.verbosity = -1
+        self._server = xllamacpp.Server(params)
+
+    def stop(self) -> None:
+        self._server = None
+
+    def pid(self) -> int | None:
+        return os.getpid()
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "model": self.settings.model, "threads": self.settings.threads,
+                "n_parallel": self._slots, "prompt": self.SYSTEM, "pid": os.getpid()}
+
+    def call(self, item: WorkItem, stream: bool = False) -> Reply:
+        from mtserve.engines.base import default_max_tokens
+        from mtserve.text.languages import language_name
+
+        started = time.perf_counter()
+        parts: list[str] = []
+        first: list[float] = []
+        usage: dict = {}
+
+        def on_chunk(chunk: dict) -> bool:
+            for choice in chunk.get("choices", ()):
+                if (delta := (choice.get("delta") or {}).get("content")):
+                    if not first:
+                        first.append(time.perf_counter() - started)
+                    parts.append(delta)
+            usage.update(chunk.get("usage") or {})
+            return False
+
+        system = self.SYSTEM.format(source=language_name(item.source), target=language_name(item.target))
+        body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": item.text}],
+                "temperature": 0, "top_k": 1, "stream": True, "stream_options": {"include_usage": True},
+                "max_tokens": default_max_tokens(item.text, self.settings.max_output_tokens)}
+        try:
+            self._server.handle_chat_completions(body, on_chunk)
+        except Exception as exc:
+            return Reply(ok=False, error=f"{type(exc).__name__}: {exc}")
+        return Reply(text="".join(parts), ttft_s=first[0] if first and stream else None,
+                     generated_tokens=int(usage.get("completion_tokens", len(parts))))
+
+
 class TransformersTarget:
     """Hugging Face transformers ``generate``, one request at a time, greedy, on the GGUF file."""
 
@@ -415,7 +487,7 @@ class TransformersTarget:
 
 
 def make_target(spec: str, settings: Any, server_pid: int | None = None) -> Target:
-    """A target from a spec: a loopback URL, ``engine``, ``naive`` or ``transformers``."""
+    """A target from a spec: a loopback URL, ``engine``, ``naive``, ``wrapper`` or ``transformers``."""
     if "://" in spec or ":" in spec or "." in spec:  # anything URL-like is checked as one
         return HttpTarget(spec, server_pid=server_pid)
     if spec in ("engine", "llamacpp", "raw"):
@@ -424,5 +496,7 @@ def make_target(spec: str, settings: Any, server_pid: int | None = None) -> Targ
         return NaiveTarget(settings)
     if spec in ("transformers", "hf"):
         return TransformersTarget(settings)
+    if spec == "wrapper":
+        return WrapperTarget(settings)
     raise ValueError(f"unknown target {spec!r}; use a loopback URL (http://127.0.0.1:PORT), "
-                     "engine, naive or transformers")
+                     "engine, naive, wrapper or transformers")

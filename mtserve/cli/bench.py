@@ -4,10 +4,12 @@
     mtserve bench --engine llamacpp --model qwen2.5-coder-0.5b-instruct-q4_k_m
     mtserve bench --compare http://127.0.0.1:8000 engine --concurrency 8 --rounds 3
     mtserve bench --compare http://127.0.0.1:8000 naive --scenario fairness
+    mtserve bench --compare http://127.0.0.1:8000 wrapper --concurrency 8 --rounds 4
 
 A target is a loopback URL (a running server), ``engine`` (the raw engine in
-this process), ``naive`` (one request at a time) or ``transformers`` (HF
-``generate``; needs the ``baseline`` extra). In-process targets are built
+this process), ``naive`` (one request at a time), ``wrapper`` (a bare llama.cpp
+wrapper with a one-line prompt) or ``transformers`` (HF ``generate``; needs the
+``baseline`` extra). In-process targets are built
 from the same settings flags as ``mtserve serve`` (--model, --threads, ...).
 """
 
@@ -62,6 +64,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     what.add_argument("--url", action="append", default=[], help="a running server on loopback (repeatable)")
     what.add_argument("--engine", choices=("llamacpp",), help="the raw engine, in process, with --model")
     what.add_argument("--naive", action="store_true", help="naive serving: one request at a time")
+    what.add_argument("--wrapper", action="store_true",
+                      help="a bare llama.cpp wrapper with a one-line prompt (what the prompt must pay for)")
     what.add_argument("--transformers", action="store_true",
                       help="Hugging Face transformers generate on the same GGUF (needs the baseline extra)")
     what.add_argument("--compare", nargs=2, metavar=("A", "B"),
@@ -110,6 +114,8 @@ def _target_specs(args: argparse.Namespace) -> list[str]:
         specs.append("engine")
     if args.naive:
         specs.append("naive")
+    if args.wrapper:
+        specs.append("wrapper")
     if args.transformers:
         specs.append("transformers")
     return specs
