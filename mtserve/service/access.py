@@ -45,12 +45,36 @@ class RateLimited(RuntimeError):
         self.retry_after_s = retry_after_s
 
 
+class QuotaExceeded(RuntimeError):
+    """A key's character quota for its period is spent (DeepL's 456; a 429 on the other APIs)."""
+
+    def __init__(self, message: str, used: int, limit: int):
+        super().__init__(message)
+        self.used = used
+        self.limit = limit
+
+
+QUOTA_PERIODS = ("month", "day", "total")
+
+
 @dataclass(frozen=True)
 class ApiKey:
     id: str  # public, safe to log
     name: str
     rpm: int  # requests per minute; 0 = unlimited
     created: float
+    char_quota: int = 0  # characters per period; 0 = unlimited
+    period: str = "month"  # month (calendar, UTC), day (UTC) or total
+
+
+def period_label(period: str, now: float | None = None) -> str:
+    """The usage bucket a character counts in: 2026-12, 2026-12-01, or all."""
+    moment = time.gmtime(time.time() if now is None else now)
+    if period == "month":
+        return time.strftime("%Y-%m", moment)
+    if period == "day":
+        return time.strftime("%Y-%m-%d", moment)
+    return "all"
 
 
 def _hash(key: str) -> str:
@@ -70,25 +94,79 @@ class KeyStore:
                 " id TEXT PRIMARY KEY, name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE,"
                 " rpm INTEGER NOT NULL, created REAL NOT NULL)"
             )
+            columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
+            for column, kind in (("char_quota", "INTEGER NOT NULL DEFAULT 0"),
+                                 ("period", "TEXT NOT NULL DEFAULT 'month'")):
+                if column not in columns:  # a keys file from before quotas
+                    db.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {kind}")
+            db.execute("CREATE TABLE IF NOT EXISTS key_usage (key_id TEXT NOT NULL, period TEXT NOT NULL,"
+                       " chars INTEGER NOT NULL, PRIMARY KEY (key_id, period))")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=5)
 
-    def add(self, name: str = "", rpm: int = 0) -> tuple[str, ApiKey]:
+    def add(self, name: str = "", rpm: int = 0, char_quota: int = 0, period: str = "month") -> tuple[str, ApiKey]:
         """Create a key; returns (the secret, shown once, and its record)."""
+        if period not in QUOTA_PERIODS:
+            raise ValueError(f"unknown quota period {period!r}; use one of {', '.join(QUOTA_PERIODS)}")
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = ApiKey(id=secrets.token_hex(4), name=name, rpm=max(0, rpm), created=time.time())
+        record = ApiKey(id=secrets.token_hex(4), name=name, rpm=max(0, rpm), created=time.time(),
+                        char_quota=max(0, char_quota), period=period)
         with self._lock, self._connect() as db:
             db.execute(
-                "INSERT INTO api_keys (id, name, key_hash, rpm, created) VALUES (?, ?, ?, ?, ?)",
-                (record.id, record.name, _hash(secret), record.rpm, record.created),
+                "INSERT INTO api_keys (id, name, key_hash, rpm, created, char_quota, period)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (record.id, record.name, _hash(secret), record.rpm, record.created, record.char_quota,
+                 record.period),
             )
         return secret, record
 
     def list(self) -> list[ApiKey]:
         with self._connect() as db:
-            rows = db.execute("SELECT id, name, rpm, created FROM api_keys ORDER BY created").fetchall()
+            rows = db.execute("SELECT id, name, rpm, created, char_quota, period FROM api_keys"
+                              " ORDER BY created").fetchall()
         return [ApiKey(*row) for row in rows]
+
+    def get(self, key_id: str) -> ApiKey | None:
+        with self._connect() as db:
+            row = db.execute("SELECT id, name, rpm, created, char_quota, period FROM api_keys WHERE id = ?",
+                             (key_id,)).fetchone()
+        return ApiKey(*row) if row else None
+
+    # --- character quotas ---------------------------------------------------------------
+    def used(self, key: ApiKey, now: float | None = None) -> int:
+        """Characters ``key`` has used in its current period."""
+        with self._connect() as db:
+            row = db.execute("SELECT chars FROM key_usage WHERE key_id = ? AND period = ?",
+                             (key.id, period_label(key.period, now))).fetchone()
+        return row[0] if row else 0
+
+    def charge(self, key: ApiKey, chars: int, now: float | None = None) -> int:
+        """Count ``chars`` against the key's quota, atomically; QuotaExceeded (nothing counted) if
+        they do not fit. Returns what the key has used in its period, these included."""
+        bucket = period_label(key.period, now)
+        with self._lock, self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT chars FROM key_usage WHERE key_id = ? AND period = ?",
+                             (key.id, bucket)).fetchone()
+            used = row[0] if row else 0
+            if key.char_quota and used + chars > key.char_quota:
+                db.rollback()
+                raise QuotaExceeded(
+                    f"the character quota of this API key is spent: {used:,} of {key.char_quota:,} "
+                    f"characters used this {key.period if key.period != 'total' else 'key'}; this request "
+                    f"needs {chars:,} more", used, key.char_quota)
+            db.execute("INSERT INTO key_usage (key_id, period, chars) VALUES (?, ?, ?)"
+                       " ON CONFLICT (key_id, period) DO UPDATE SET chars = chars + excluded.chars",
+                       (key.id, bucket, chars))
+            db.commit()
+        return used + chars
+
+    def refund(self, key: ApiKey, chars: int, now: float | None = None) -> None:
+        """Give back characters charged for work that failed."""
+        with self._lock, self._connect() as db:
+            db.execute("UPDATE key_usage SET chars = MAX(0, chars - ?) WHERE key_id = ? AND period = ?",
+                       (chars, key.id, period_label(key.period, now)))
 
     def remove(self, key_id: str) -> bool:
         with self._lock, self._connect() as db:
@@ -97,11 +175,11 @@ class KeyStore:
     def lookup(self, secret: str) -> ApiKey | None:
         wanted = _hash(secret)
         with self._connect() as db:
-            rows = db.execute("SELECT id, name, rpm, created, key_hash FROM api_keys").fetchall()
+            rows = db.execute("SELECT id, name, rpm, created, char_quota, period, key_hash FROM api_keys").fetchall()
         found = None
-        for key_id, name, rpm, created, key_hash in rows:  # compare all, in constant time each
+        for *fields, key_hash in rows:  # compare all, in constant time each
             if hmac.compare_digest(key_hash, wanted):
-                found = ApiKey(key_id, name, rpm, created)
+                found = ApiKey(*fields)
         return found
 
 
@@ -194,6 +272,28 @@ class AccessControl:
     @property
     def enabled(self) -> bool:
         return self.store is not None
+
+    def charge(self, key_id: str | None, chars: int) -> None:
+        """Count a request's characters against its key's quota (QuotaExceeded if spent)."""
+        if self.store is None or key_id is None or chars <= 0:
+            return
+        key = self.store.get(key_id)
+        if key is not None:
+            self.store.charge(key, chars)
+
+    def refund(self, key_id: str | None, chars: int) -> None:
+        if self.store is None or key_id is None or chars <= 0:
+            return
+        key = self.store.get(key_id)
+        if key is not None:
+            self.store.refund(key, chars)
+
+    def usage(self, key_id: str | None) -> tuple[int, int] | None:
+        """(characters used this period, the quota; 0 = none) of a key, or None without one."""
+        if self.store is None or key_id is None:
+            return None
+        key = self.store.get(key_id)
+        return (self.store.used(key), key.char_quota) if key is not None else None
 
     def admit(self, secret: str | None, ip: str) -> Caller:
         if self.store is None:

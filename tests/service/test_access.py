@@ -115,3 +115,62 @@ def test_the_table_never_holds_more_than_max_callers():
     limiter.hit("ip:999", 2, now=2.0)  # the most recent callers are the ones kept, with their counts
     with pytest.raises(RateLimited):
         limiter.hit("ip:999", 2, now=2.0)
+
+
+# --- character quotas ---------------------------------------------------------------------------
+def test_a_quota_counts_characters_per_period_and_refuses_what_does_not_fit(tmp_path):
+    from mtserve.service.access import KeyStore, QuotaExceeded, period_label
+
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    _, key = store.add(name="q", char_quota=100, period="month")
+    december, january = 1_796_083_200.0, 1_798_761_600.0  # 2026-12-01 and 2027-01-01, UTC
+    assert period_label("month", december) == "2026-12" and period_label("month", january) == "2027-01"
+    assert store.charge(key, 60, now=december) == 60
+    with pytest.raises(QuotaExceeded) as refused:
+        store.charge(key, 41, now=december)
+    assert (refused.value.used, refused.value.limit) == (60, 100)
+    assert store.charge(key, 40, now=december) == 100  # exactly the quota fits
+    assert store.charge(key, 100, now=january) == 100  # a new month starts from zero
+    store.refund(key, 30, now=january)
+    assert store.used(key, now=january) == 70
+
+
+def test_quotas_survive_a_restart_and_an_old_keys_file_gains_them(tmp_path):
+    import sqlite3
+
+    from mtserve.service.access import KeyStore
+
+    path = tmp_path / "keys.sqlite3"
+    with sqlite3.connect(path) as db:  # a keys file from before quotas
+        db.execute("CREATE TABLE api_keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, key_hash TEXT NOT NULL"
+                   " UNIQUE, rpm INTEGER NOT NULL, created REAL NOT NULL)")
+        db.execute("INSERT INTO api_keys VALUES ('old1', 'old', 'h', 0, 0)")
+    store = KeyStore(path)
+    assert store.get("old1").char_quota == 0
+    _, key = store.add(char_quota=10, period="total")
+    store.charge(key, 7)
+    again = KeyStore(path)
+    assert again.used(again.get(key.id)) == 7 and again.get(key.id).period == "total"
+
+
+def test_concurrent_charges_never_pass_the_quota(tmp_path):
+    import threading
+
+    from mtserve.service.access import KeyStore, QuotaExceeded
+
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    _, key = store.add(char_quota=50)
+    refused = []
+
+    def spend():
+        try:
+            store.charge(key, 10)
+        except QuotaExceeded:
+            refused.append(1)
+
+    threads = [threading.Thread(target=spend) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.used(key) == 50 and len(refused) == 3
