@@ -1,6 +1,8 @@
 # mtserve: two commands for a fresh machine.
 #   make run    install, pull the default model, serve on http://127.0.0.1:8000
 #   make test   install with test extras, then the whole test suite
+#   make test-unit  the fast part (no model, browser, torch or Ray), with the light test extra
+#   make lint   ruff over the code and the tests
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,7 +11,7 @@ MTSERVE := $(BIN)/mtserve
 # The small model keeps the integration tests fast.
 TEST_MODEL := qwen2.5-coder-0.5b-instruct-q4_k_m
 
-.PHONY: install install-test run test test-unit chromium clean
+.PHONY: install install-test run test test-unit lint chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +24,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+# The light extra: what the unit tests and ruff need, without torch, Ray or Playwright.
+$(VENV)/.installed-test-unit: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test-unit]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -46,8 +53,12 @@ test: install-test
 	$(MTSERVE) models pull $(TEST_MODEL)
 	MTSERVE_TEST_MODEL=$(TEST_MODEL) $(BIN)/pytest -q
 
-test-unit: install-test
-	$(BIN)/pytest -q -m "not model and not webui"
+# Deselects what needs the model, a browser, torch (seq2seq) or Ray; `make test` runs those too.
+test-unit: $(VENV)/.installed-test-unit
+	$(BIN)/pytest -q -m "not model and not webui and not seq2seq and not ray"
+
+lint: $(VENV)/.installed-test-unit
+	$(BIN)/ruff check mtserve tests benchmarks
 
 clean:
 	rm -rf $(VENV) *.egg-info

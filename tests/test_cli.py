@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import TEST_MODEL
+from tests.servers import TEST_MODEL
 
 
 def mtserve(*args: str, stdin: str | None = None, timeout: int = 180) -> subprocess.CompletedProcess:

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from mtserve.service.glossary import parse_entries
-from tests.api.test_api_behaviour import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 
 def glossary(home, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

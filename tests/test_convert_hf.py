@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mtserve.convert import ConversionError, convert
-from tests.conftest import TEST_MODEL
+from tests.servers import TEST_MODEL
 
 
 def mtserve(*args: str) -> subprocess.CompletedProcess:

@@ -13,30 +13,8 @@ import uvicorn
 
 from mtserve.api.app import create_app
 from mtserve.settings import Settings
-from tests.conftest import free_port
 from tests.fakes import FakeEngine
-
-
-@contextlib.contextmanager
-def serve(engine: FakeEngine, **settings):
-    port = free_port()
-    app = create_app(Settings(port=port, **settings), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio", http="h11",
-                                           lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    try:
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+from tests.servers import free_port, serve
 
 
 def translate(url, q="你好。", **kw):

@@ -3,8 +3,7 @@ import os
 
 from mtserve.bench.process import ProcessSampler, find_listening_pid
 from mtserve.cli import main
-
-from .conftest import FakeTarget
+from tests.bench.helpers import FakeTarget
 
 
 def test_bench_refuses_a_url_off_this_machine(capsys):

@@ -5,8 +5,7 @@ import pytest
 
 from mtserve.bench.load import Bounds, arrival_times, closed_loop, fairness, open_loop
 from mtserve.bench.workloads import WorkItem, Workload
-
-from .conftest import FakeTarget, make_workload
+from tests.bench.helpers import FakeTarget, make_workload
 
 
 @pytest.mark.parametrize("clients", [1, 3, 8])

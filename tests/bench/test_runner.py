@@ -1,7 +1,6 @@
 from mtserve.bench.load import Bounds
 from mtserve.bench.runner import Plan, Point, Workloads, execute
-
-from .conftest import FakeTarget, make_workload
+from tests.bench.helpers import FakeTarget, make_workload
 
 
 def _workloads():

@@ -27,7 +27,7 @@ from mtserve.deploy.ray_serve import (
     replica_settings,
 )
 from mtserve.settings import Settings
-from tests.conftest import free_port, server_log, start_server, stop_server, wait_ready
+from tests.servers import free_port, server_log, start_server, stop_server, wait_ready
 
 CLUSTER_TIME_BOX_S = 300  # the whole cluster test, start to stop
 
@@ -145,7 +145,7 @@ def test_two_replicas_share_the_load_and_survive_losing_one(model_path):
     started = time.monotonic()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = start_server(port, {
+    proc = start_server(port, model_path, {
         "MTSERVE_RAY": "1", "MTSERVE_RAY_MIN_REPLICAS": "2", "MTSERVE_RAY_MAX_REPLICAS": "2",
         "MTSERVE_RAY_REPLICA_CPUS": "1", "MTSERVE_THREADS": "1", "MTSERVE_N_PARALLEL": "2",
         # a busy 2-core machine must not turn slowness into 504s: this test is about replicas

@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from mtserve.documents.i18n import PLACEHOLDER
-from tests.api.test_api_behaviour import serve
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han, swap
+from tests.servers import serve
 
 TIMEOUT = 30
 

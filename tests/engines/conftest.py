@@ -18,24 +18,8 @@ import pytest
 
 from mtserve.convert import Quantization, convert
 from mtserve.engines.seq2seq import DecodeOptions, Seq2SeqEngine
+from tests.engines.helpers import AGREEMENT, ENGINE_VARIANTS
 from tests.engines.tiny_models import SAMPLE_ZH, build_m2m100, build_marian
-
-# name -> (engine, model variant, compute type)
-ENGINE_VARIANTS: dict[str, tuple[str, str, str]] = {
-    "transformers": ("transformers", "hf", "default"),
-    "onnx": ("onnx", "onnx", "default"),
-    "onnx-int8-dynamic": ("onnx", "onnx-int8-dynamic", "default"),
-    "onnx-int8-static-qdq": ("onnx", "onnx-int8-static-qdq", "default"),
-    "onnx-int8-static-qoperator": ("onnx", "onnx-int8-static-qoperator", "default"),
-    "ctranslate2": ("ctranslate2", "ct2", "float32"),
-    "ctranslate2-int8": ("ctranslate2", "ct2-int8", "int8"),
-    "ctranslate2-int8_float32": ("ctranslate2", "ct2-int8", "int8_float32"),
-}
-FP32_ENGINES = ("transformers", "onnx", "ctranslate2")
-INT8_ENGINES = tuple(name for name in ENGINE_VARIANTS if "int8" in name)
-
-# Agreement rates the INT8 tests measure, printed at the end of the run.
-AGREEMENT: dict[str, str] = {}
 
 
 @dataclass
@@ -126,6 +110,17 @@ def load_engine(seq2seq_models) -> LoadEngine:
     yield load
     for engine in cache.values():
         engine.close()
+
+
+SEQ2SEQ_FIXTURES = {"seq2seq_models", "load_engine"}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Mark every test that builds the tiny models (it needs torch and mtserve[seq2seq]) as ``seq2seq``,
+    so `make test-unit`, which installs neither, can deselect them."""
+    for item in items:
+        if SEQ2SEQ_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.seq2seq)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

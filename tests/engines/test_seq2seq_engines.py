@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mtserve.engines.base import CancelToken, EngineError, TranslationRequest
-from tests.engines.conftest import AGREEMENT, FP32_ENGINES, INT8_ENGINES
+from tests.engines.helpers import AGREEMENT, FP32_ENGINES, INT8_ENGINES
 from tests.engines.tiny_models import SAMPLE_ZH
 
 FAMILY_REQUESTS = {

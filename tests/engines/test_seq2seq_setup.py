@@ -24,7 +24,7 @@ from mtserve.engines.seq2seq import (
     spec_from_hf_dir,
 )
 from mtserve.settings import Settings
-from tests.conftest import free_port, server_log, start_server, stop_server, wait_ready
+from tests.servers import free_port, server_log, start_server, stop_server, wait_ready
 
 
 def mtserve(*args: str, stdin: str | None = None, timeout: int = 180) -> subprocess.CompletedProcess:
@@ -268,9 +268,9 @@ def test_serve_onnx_answers_translate_over_http(seq2seq_models, load_engine):
     url = f"http://127.0.0.1:{port}"
     proc = start_server(
         port,
+        seq2seq_models.path("onnx"),
         {
             "MTSERVE_ENGINE": "onnx",
-            "MTSERVE_MODEL": str(seq2seq_models.path("onnx")),
             "MTSERVE_THREADS": "1",
             "MTSERVE_MAX_QUEUE_DELAY_MS": "5",
         },

@@ -20,7 +20,6 @@ from mtserve.eval.datasets import (
     split_of,
 )
 
-
 # Golden values: changing the salt or the rule would silently move sentences across splits,
 # and a score "on test" would no longer mean the same sentences.
 GOLDEN = {"hsk3-0005": "dev", "hsk4-0551": "test", "hsk6-0566": "test"}

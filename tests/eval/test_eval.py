@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from mtserve.eval.datasets import EvalPair, EvalSet
+from mtserve.eval.datasets import EvalSet
 from mtserve.eval.runner import evaluate, score
 from mtserve.eval.scoring import Scorer, bleu_tokenizer
 from mtserve.eval.targets import HttpTarget, InProcessTarget
 from mtserve.settings import Settings
-from tests.api.test_api_behaviour import serve
+from tests.eval.helpers import PAIRS, mtserve
 from tests.quality.helpers import ScriptedEngine
+from tests.servers import serve
 
-PAIRS = [
-    EvalPair("a", "我喜欢猫。", "I like cats.", "hsk1"),
-    EvalPair("b", "今天很冷。", "It is cold today.", "hsk1"),
-    EvalPair("c", "他在看书。", "He is reading a book.", "hsk2"),
-    EvalPair("d", "我们明天去北京。", "We are going to Beijing tomorrow.", "hsk2"),
-    EvalPair("e", "这个问题很难。", "This question is difficult.", "hsk2"),
-]
 ANSWERS = {"我喜欢猫。": "I like cats.", "今天很冷。": "It is cold today.", "他在看书。": "He reads.",
            "我们明天去北京。": "We are going to Beijing tomorrow.", "这个问题很难。": "Cats are cute."}
 
@@ -86,11 +77,6 @@ def test_an_unreachable_server_is_a_clear_error():
 
     with pytest.raises(TargetError, match="is `mtserve serve` running"):
         asyncio.run(evaluate(evalset(), HttpTarget("http://127.0.0.1:9")))
-
-
-def mtserve(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtserve.cli", *args], text=True, capture_output=True,
-                          timeout=timeout, env={**os.environ})
 
 
 def test_cli_against_a_server_writes_json_and_markdown(tmp_path):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from tests.api.test_api_behaviour import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 MAX_EXAMPLES = 40
 

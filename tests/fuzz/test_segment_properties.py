@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtserve.text.spacing import respace_for_target
 from mtserve.text.html import parse_html
 from mtserve.text.segment import join_pieces, split_text
+from mtserve.text.spacing import respace_for_target
 
 LANGS = st.sampled_from(["zh", "ja", "en", "de", "ar", "he"])
 # Every code point class, plus the ones that break naive code: NUL, combining marks, RTL, emoji, CRLF.

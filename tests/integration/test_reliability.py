@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import free_port, server_log, start_server, wait_ready
+from tests.servers import free_port, server_log, start_server, wait_ready
 
 pytestmark = pytest.mark.model
 

@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from tests.conftest import metric_value
+from tests.servers import metric_value
 
 pytestmark = pytest.mark.model
 

@@ -19,8 +19,8 @@ from mtserve.service.glossary import (
     parse_entries,
     validate_entries,
 )
-from tests.api.test_api_behaviour import serve
 from tests.quality.helpers import ScriptedEngine, service_for
+from tests.servers import serve
 
 
 # --- entries and matching -------------------------------------------------------------------

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from mtserve.service.glossary import GlossaryMismatch, GlossaryStore, UnknownGlossary
-from tests.api.test_api_behaviour import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 TIMEOUT = 30
 

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from mtserve.text.chinese import to_simplified
-from tests.conftest import TEST_MODEL, metric_value
-from tests.eval.test_eval import PAIRS, mtserve
+from tests.eval.helpers import PAIRS, mtserve
+from tests.servers import TEST_MODEL, metric_value
 
 pytestmark = pytest.mark.model
 

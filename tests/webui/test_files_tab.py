@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.test_api_behaviour import serve
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han, swap
-from tests.webui.test_webui import browser, new_page, page  # noqa: F401  (fixtures)
+from tests.servers import serve
 
 pytestmark = pytest.mark.webui
 SCREENSHOT = "/tmp/webui-files.png"
@@ -146,7 +145,7 @@ def test_tabs_switch_and_keep_the_text_translator(page, files_server):
     assert not page.url.endswith("#files")
 
 
-def test_files_tab_fits_a_phone(new_page, files_server):  # noqa: F811
+def test_files_tab_fits_a_phone(new_page, files_server):
     new_page.errors.clear()
     pg = new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     open_files(pg, files_server)

@@ -1,10 +1,10 @@
 """End-to-end checks of the WebUI in a real headless Chromium.
 
-Runs against the ``live_server`` fixture (a real mtserve with a real small model,
-provided by tests/conftest.py). The model runs on CPU here, so waits for a real
-translation allow up to two minutes. Checks that only exercise the page's own
-logic (error display, character limit, layout) fake the API with ``page.route``
-so they stay fast.
+The two real-model tests run against ``live_server`` (a real mtserve with the real small model,
+tests/conftest.py); the model runs on CPU here, so their waits allow up to two minutes. Checks that
+only exercise the page's own logic (error display, character limit, layout) run against
+``ui_server`` (the real app around a test double engine) and fake the API with ``page.route`` where
+they need a particular answer, so they stay fast and need no model.
 
 Chromium is the system one (/usr/bin/chromium); no browser is ever downloaded.
 """
@@ -14,30 +14,19 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
+from tests.servers import metric_value
+from tests.webui.helpers import open_ui, query_params, sse
+
 pytestmark = pytest.mark.webui
 
-from playwright import sync_api  # noqa: E402  (a test dependency: `make test` installs it)
-
-CHROMIUM = "/usr/bin/chromium"
-# The closed network refuses Chromium's background connections; these keep it quiet.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 SOURCE_TEXT = "请在会议开始前把报告发给我。"
 MODEL_TIMEOUT_MS = 120_000  # a real (slow, CPU) translation
-UI_TIMEOUT_MS = 15_000      # anything that does not wait for the model
 SCREENSHOT = "/tmp/webui.png"
 SCREENSHOT_DARK = "/tmp/webui-dark.png"
+GENERATED = "mtserve_generated_tokens_total"
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
@@ -48,67 +37,12 @@ TRANSLATION_FINISHED = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium is not installed at {CHROMIUM}; `make test` installs Debian's chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture(scope="module")
-def new_page(browser):
-    """Factory for a page in a fresh context; JS errors on any page fail the test."""
-    contexts = []
-    errors: list[str] = []
-
-    def make(**context_options):
-        options = {"viewport": {"width": 1280, "height": 800}, "locale": "en-US"}
-        options.update(context_options)
-        ctx = browser.new_context(**options)
-        ctx.set_default_timeout(UI_TIMEOUT_MS)
-        contexts.append(ctx)
-        pg = ctx.new_page()
-        pg.on("pageerror", lambda exc: errors.append(str(exc)))
-        return pg
-
-    make.errors = errors
-    yield make
-    for ctx in contexts:
-        ctx.close()
-
-
-@pytest.fixture
-def page(new_page):
-    new_page.errors.clear()
-    pg = new_page()
-    yield pg
-    assert not new_page.errors, f"JavaScript errors on the page: {new_page.errors}"
-    pg.context.close()
-
-
-def open_ui(pg, base_url: str, query: str = "") -> None:
-    pg.goto(f"{base_url}/{query}")
-    # app.js marks the body once languages and settings are loaded.
-    pg.wait_for_selector("body[data-ready='true']", state="attached")
-
-
-def query_params(url: str) -> dict[str, str]:
-    return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
-
-
-def sse(*events: tuple[str, dict]) -> str:
-    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
-
-
 # ---------------------------------------------------------------- real model
 
 
+@pytest.mark.model
 def test_translate_as_you_type(page, live_server):
+    generated_before = metric_value(live_server, GENERATED)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
     open_ui(page, live_server)
 
@@ -135,6 +69,7 @@ def test_translate_as_you_type(page, live_server):
     assert params.get("q") == SOURCE_TEXT
     assert params.get("source") == "zh"
     assert params.get("target") == "en"
+    assert metric_value(live_server, GENERATED) > generated_before  # the model wrote it, not a cache
 
     # Character counter: 14 code points, against the server's limit (or unlimited).
     counter = page.text_content("#char-count").strip()
@@ -154,7 +89,9 @@ def test_translate_as_you_type(page, live_server):
     assert page.evaluate("navigator.clipboard.readText()") == translation
 
 
+@pytest.mark.model
 def test_query_in_url_translates_on_load(page, live_server):
+    generated_before = metric_value(live_server, GENERATED)
     open_ui(page, live_server, "?" + urllib.parse.urlencode(
         {"source": "zh", "target": "en", "q": "你好"}))
 
@@ -167,15 +104,16 @@ def test_query_in_url_translates_on_load(page, live_server):
     assert re.search(r"[A-Za-z]", translation), translation
     assert not CJK.search(translation), f"translation still has Chinese: {translation!r}"
     assert page.is_hidden("#error")
+    assert metric_value(live_server, GENERATED) > generated_before
 
 
 # ------------------------------------------------- page logic, faked answers
 
 
-def test_server_error_is_shown_then_cleared(page, live_server):
+def test_server_error_is_shown_then_cleared(page, ui_server):
     page.route("**/translate/stream", lambda route: route.fulfill(
         status=400, content_type="application/json", body=json.dumps({"error": "boom"})))
-    open_ui(page, live_server, "?source=zh&target=en")
+    open_ui(page, ui_server, "?source=zh&target=en")
 
     page.fill("#source-text", "测试")
     page.wait_for_selector("#error", state="visible")
@@ -196,7 +134,7 @@ def test_server_error_is_shown_then_cleared(page, live_server):
     assert page.is_hidden("#error")
 
 
-def test_over_limit_text_is_not_sent(page, live_server):
+def test_over_limit_text_is_not_sent(page, ui_server):
     page.route("**/frontend/settings", lambda route: route.fulfill(
         content_type="application/json",
         body=json.dumps({"charLimit": 10, "keyRequired": False,
@@ -204,7 +142,7 @@ def test_over_limit_text_is_not_sent(page, live_server):
                                       "target": {"code": "en", "name": "English"}}})))
     sent: list[str] = []
     page.on("request", lambda r: sent.append(r.url) if "/translate" in r.url else None)
-    open_ui(page, live_server)
+    open_ui(page, ui_server)
 
     page.fill("#source-text", "一二三四五六七八九十十一")  # 12 > 10
     page.wait_for_selector("#error", state="visible")
@@ -226,8 +164,8 @@ def test_over_limit_text_is_not_sent(page, live_server):
 # ----------------------------------------------------------------- layout
 
 
-def test_panes_side_by_side_on_desktop(page, live_server):
-    open_ui(page, live_server)
+def test_panes_side_by_side_on_desktop(page, ui_server):
+    open_ui(page, ui_server)
     src = page.locator("#source-text").bounding_box()
     tgt = page.locator("#target-text").bounding_box()
     assert src["x"] + src["width"] <= tgt["x"]
@@ -236,10 +174,10 @@ def test_panes_side_by_side_on_desktop(page, live_server):
     assert docs.is_visible()
 
 
-def test_panes_stack_on_phone(new_page, live_server):
+def test_panes_stack_on_phone(new_page, ui_server):
     new_page.errors.clear()
     pg = new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    open_ui(pg, live_server)
+    open_ui(pg, ui_server)
     src = pg.locator("#source-text").bounding_box()
     tgt = pg.locator("#target-text").bounding_box()
     assert src["y"] + src["height"] <= tgt["y"], (src, tgt)

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webui.test_webui import browser, new_page, open_ui, page, sse  # noqa: F401  (fixtures)
+from tests.webui.helpers import open_ui, sse
 
 pytestmark = pytest.mark.webui
 
 PAYLOAD = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script>'
 
 
-def test_a_translation_with_markup_is_shown_as_text(page, live_server):
+def test_a_translation_with_markup_is_shown_as_text(page, ui_server):
     def fulfill(route):
         route.fulfill(status=200, content_type="text/event-stream",
                       body=sse(("delta", {"text": PAYLOAD}), ("done", {"translatedText": PAYLOAD})))
 
     page.route("**/translate/stream", fulfill)
-    open_ui(page, live_server)
+    open_ui(page, ui_server)
     page.select_option("#source-lang", "zh")
     page.fill("#source-text", "随便什么。")
     page.wait_for_function("() => document.querySelector('#target-text').textContent.includes('onerror')")
