@@ -10,7 +10,7 @@ import deepl
 import httpx
 import pytest
 
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han

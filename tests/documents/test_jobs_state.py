@@ -14,8 +14,8 @@ import httpx
 
 import mtserve.documents.jobs as jobs_module
 from mtserve.documents.job_records import JobRecords
-from tests.api.test_api_behaviour import serve
-from tests.conftest import free_port
+from tests.servers import serve
+from tests.servers import free_port
 from tests.documents.helpers import SwapEngine
 from tests.documents.samples import swap
 

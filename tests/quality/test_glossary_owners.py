@@ -17,7 +17,7 @@ import pytest
 
 from mtserve.service.access import KeyStore
 from mtserve.service.glossary import GlossaryStore
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
 
 TIMEOUT = 30

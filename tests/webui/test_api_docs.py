@@ -11,9 +11,8 @@ import urllib.parse
 
 import pytest
 
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
-from tests.webui.test_webui import browser, new_page  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.webui
 
