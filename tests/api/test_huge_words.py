@@ -26,8 +26,8 @@ def test_a_word_longer_than_a_segment_is_cut_to_fit_and_joined_without_spaces() 
 def test_cjk_without_punctuation_and_a_run_of_one_character_fit_the_engine() -> None:
     engine = FakeEngine()
     with serve(engine, segment_max_chars=MAX_CHARS, char_limit=20_000) as url:
-        cjk = httpx.post(f"{url}/translate", json={"q": "字" * 1000, "source": "zh", "target": "en"}, timeout=30)
-        run = httpx.post(f"{url}/translate", json={"q": "x" * 9999, "source": "en", "target": "fr"}, timeout=30)
+        cjk = httpx.post(f"{url}/translate", json={"q": "字" * 1000, "source": "zh", "target": "en"})
+        run = httpx.post(f"{url}/translate", json={"q": "x" * 9999, "source": "en", "target": "fr"})
     assert cjk.status_code == 200 and run.status_code == 200
     assert engine.calls and max(len(call.text) for call in engine.calls) <= MAX_CHARS
     assert run.json()["translatedText"].replace("<fr>", "") == "x" * 9999
