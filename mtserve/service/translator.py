@@ -16,6 +16,7 @@ not a translation (``mtserve.service.guardrails``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
@@ -397,12 +398,26 @@ class TranslationService:
         ones buffer their deltas. ``delta`` events carry raw text to append;
         the final ``done`` event carries the cleaned, reassembled translation,
         which replaces what the deltas built.
+
+        The request is admitted (its ticket opened) before the first event, as
+        ``translate`` does: a full queue raises QueueFull from the first
+        ``__anext__``, before the API has sent a 200.
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id)
         src, detected = self.resolve_source(text, source, target)
         self.check_pair(src, target)
+        async with self.scheduler.ticket(timeout_s) as ticket, contextlib.aclosing(
+            self._stream_admitted(ticket, text, src, detected, target, fmt, usage, glossary)
+        ) as events:
+            async for event in events:
+                yield event
+
+    async def _stream_admitted(
+        self, ticket: Ticket, text: str, src: str, detected: Detection | None, target: str, fmt: str,
+        usage: Usage, glossary: dict[str, str] | None,
+    ) -> AsyncIterator[StreamEvent]:
         if detected is not None:
             yield StreamEvent("detected", {"language": detected.language, "confidence": detected.confidence})
         if src == target or not text.strip():
@@ -420,67 +435,66 @@ class TranslationService:
             piece = strip_special_tokens(piece)
             return chinese.to_traditional(piece) if target == "zt" and piece else piece
 
-        async with self.scheduler.ticket(timeout_s) as ticket:
-            queues: list[asyncio.Queue[str]] = []
-            futures: list[asyncio.Future | None] = []
-            cached: list[str | None] = []
-            jobs: list[tuple[TranslationRequest, dict[str, str], CacheKey] | None] = []
-            for segment in plan.segments:
-                queue: asyncio.Queue[str] = asyncio.Queue()
-                queues.append(queue)
-                terms = matching_entries(entries, segment)
-                key = self._key(src, target, segment, terms)
-                hit = self.cache.get(key) if has_words(segment) else passthrough(segment, target)
-                cached.append(hit)
-                if hit is not None:
-                    usage.cached_segments += 1
-                    self.metrics.cache_hits.inc()
-                    futures.append(None)
-                    jobs.append(None)
-                else:
-                    self.metrics.cache_misses.inc()
-                    request = self._engine_request(segment, src, target, terms)
-                    futures.append(ticket.submit(request, on_delta=queue.put_nowait))
-                    jobs.append((request, terms, key))
-            usage.segments += len(plan.segments)
-            outputs: list[str] = []
-            for i, segment in enumerate(plan.segments):
-                if plan.gaps[i]:
-                    yield StreamEvent("delta", {"text": plan.gaps[i]})
-                if futures[i] is None:
-                    outputs.append(cached[i] or "")
-                    yield StreamEvent("delta", {"text": cached[i] or ""})
-                    yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cached[i] or ""})
-                    continue
-                future = futures[i]
-                assert future is not None
-                while not future.done():
-                    getter = asyncio.ensure_future(queues[i].get())
-                    done, _ = await asyncio.wait(
-                        {getter, future}, timeout=max(0.0, ticket.remaining_s),
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    if getter in done:
-                        piece = live(getter.result())
-                        if piece:
-                            yield StreamEvent("delta", {"text": piece})
-                    else:
-                        getter.cancel()
-                    if not done:
-                        break
-                outcome = await ticket.wait_one(future)
-                while not queues[i].empty():  # deltas that raced the result
-                    piece = live(queues[i].get_nowait())
+        queues: list[asyncio.Queue[str]] = []
+        futures: list[asyncio.Future | None] = []
+        cached: list[str | None] = []
+        jobs: list[tuple[TranslationRequest, dict[str, str], CacheKey] | None] = []
+        for segment in plan.segments:
+            queue: asyncio.Queue[str] = asyncio.Queue()
+            queues.append(queue)
+            terms = matching_entries(entries, segment)
+            key = self._key(src, target, segment, terms)
+            hit = self.cache.get(key) if has_words(segment) else passthrough(segment, target)
+            cached.append(hit)
+            if hit is not None:
+                usage.cached_segments += 1
+                self.metrics.cache_hits.inc()
+                futures.append(None)
+                jobs.append(None)
+            else:
+                self.metrics.cache_misses.inc()
+                request = self._engine_request(segment, src, target, terms)
+                futures.append(ticket.submit(request, on_delta=queue.put_nowait))
+                jobs.append((request, terms, key))
+        usage.segments += len(plan.segments)
+        outputs: list[str] = []
+        for i, segment in enumerate(plan.segments):
+            if plan.gaps[i]:
+                yield StreamEvent("delta", {"text": plan.gaps[i]})
+            if futures[i] is None:
+                outputs.append(cached[i] or "")
+                yield StreamEvent("delta", {"text": cached[i] or ""})
+                yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cached[i] or ""})
+                continue
+            future = futures[i]
+            assert future is not None
+            while not future.done():
+                getter = asyncio.ensure_future(queues[i].get())
+                done, _ = await asyncio.wait(
+                    {getter, future}, timeout=max(0.0, ticket.remaining_s),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if getter in done:
+                    piece = live(getter.result())
                     if piece:
                         yield StreamEvent("delta", {"text": piece})
-                job = jobs[i]
-                assert job is not None
-                request, terms, key = job
-                self._account(usage, outcome)
-                cleaned = await self._finish(ticket, request, outcome, usage, target, terms)
-                self.cache.put(key, cleaned)
-                outputs.append(cleaned)
-                yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cleaned})
+                else:
+                    getter.cancel()
+                if not done:
+                    break
+            outcome = await ticket.wait_one(future)
+            while not queues[i].empty():  # deltas that raced the result
+                piece = live(queues[i].get_nowait())
+                if piece:
+                    yield StreamEvent("delta", {"text": piece})
+            job = jobs[i]
+            assert job is not None
+            request, terms, key = job
+            self._account(usage, outcome)
+            cleaned = await self._finish(ticket, request, outcome, usage, target, terms)
+            self.cache.put(key, cleaned)
+            outputs.append(cleaned)
+            yield StreamEvent("segment", {"index": i, "gap": plan.gaps[i], "text": cleaned})
         final: dict = {"translatedText": plan.assemble(outputs)}
         if detected is not None:
             final["detectedLanguage"] = {"language": detected.language, "confidence": detected.confidence}
