@@ -6,7 +6,8 @@ target comes from, in order:
 
 1. an explicit ``target_lang`` field (an extension; a code like ``en`` or a name like ``English``);
 2. the model alias ``mtserve-<source>-<target>``, e.g. ``mtserve-zh-en`` or ``mtserve-auto-en``;
-3. the system prompt: "Translate into English", "translate ... to German", "翻译成英文".
+3. the system prompt: "Translate into English", "translate ... to German", "翻译成英文"
+   (looked for in its first 20,000 characters).
 
 The source is ``source_lang``, the alias's first part, or detected. A request
 that names no target is refused with a 400 that says how to name one. It goes
@@ -42,10 +43,16 @@ NAME_TO_CODE = {name.lower(): code for code, name in LANGUAGES.items()}
 NAME_TO_CODE.update({name: code for code, name in CHINESE_NAMES.items()})
 NAME_TO_CODE.update(EXTRA_CHINESE_NAMES)
 _names = "|".join(sorted((re.escape(n) for n in NAME_TO_CODE), key=len, reverse=True))
-TARGET_IN_PROMPT = re.compile(
-    rf"(?:translat\w*\b.*?\b(?:in|into|to)\s+(?P<en>{_names})\b)|(?:(?:翻译|译)成?为?(?P<zh>{_names}))",
-    re.IGNORECASE | re.DOTALL,
-)
+# "Translate into English", "translate ... to German": the first language named after in/into/to,
+# anywhere after the first word that starts with "translat". "翻译成英文", "译为德文": right after.
+# Three linear scans rather than one pattern with ``translat\w*.*?\b(in|into|to)``: that lazy gap
+# rescans the rest of the prompt from every "translat", which is quadratic ("translate " * 8000
+# took seconds on the event loop). They read the prompt's first PROMPT_SCAN_CHARS characters only,
+# so even a 1 MB prompt costs milliseconds: an instruction naming the target comes early.
+PROMPT_SCAN_CHARS = 20_000
+TRANSLATE_WORD = re.compile(r"translat\w*\b", re.IGNORECASE)
+TARGET_AFTER_PREPOSITION = re.compile(rf"\b(?:in|into|to)\s++(?P<name>{_names})\b", re.IGNORECASE)
+TARGET_AFTER_CHINESE_VERB = re.compile(rf"(?:翻译|译)成?为?(?P<name>{_names})", re.IGNORECASE)
 HOW_TO_NAME_A_TARGET = (
     "this endpoint translates the last user message; name the target language with the model "
     "'mtserve-<source>-<target>' (e.g. mtserve-zh-en), a 'target_lang' field, or a system prompt such "
@@ -73,6 +80,22 @@ def message_text(message: dict) -> str:
     return ""
 
 
+def target_in_prompt(system: str) -> str | None:
+    r"""The target language a system prompt names, as its name there, or None.
+
+    Like one regex search for ``translat\w*\b.*?\b(in|into|to)\s+NAME\b`` or
+    ``(翻译|译)成?为?NAME``, whichever starts first, but linear, and in the first
+    ``PROMPT_SCAN_CHARS`` characters.
+    """
+    end = min(len(system), PROMPT_SCAN_CHARS)
+    verb = TRANSLATE_WORD.search(system, 0, end)
+    english = TARGET_AFTER_PREPOSITION.search(system, verb.end(), end) if verb else None
+    chinese = TARGET_AFTER_CHINESE_VERB.search(system, 0, end)
+    if english and verb and (chinese is None or verb.start() < chinese.start()):
+        return english["name"]
+    return chinese["name"] if chinese else None
+
+
 def resolve_languages(body: dict, system: str) -> tuple[str, str]:
     source = language_code(body["source_lang"], "source_lang") if body.get("source_lang") else None
     if body.get("target_lang"):
@@ -80,9 +103,8 @@ def resolve_languages(body: dict, system: str) -> tuple[str, str]:
     alias = ALIAS.match(str(body.get("model", "")))
     if alias:
         return source or alias["source"], alias["target"]
-    found = TARGET_IN_PROMPT.search(system)
-    if found:
-        name = found["en"] or found["zh"]
+    name = target_in_prompt(system)
+    if name:
         return source or "auto", NAME_TO_CODE.get(name.lower(), NAME_TO_CODE.get(name))
     raise ApiError(400, HOW_TO_NAME_A_TARGET)
 
