@@ -205,6 +205,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         1_000_000, description="Largest request body accepted (bytes); larger gets 413."
     )
+    json_max_depth: int = Field(
+        32, ge=2, le=200, description="Deepest nesting of arrays and objects in a JSON body, or in a JSON "
+        "text field such as glossary; deeper gets 400 (at most 200, the JSON parser's own bound)."
+    )
 
     # --- access --------------------------------------------------------------
     api_keys: bool = Field(

@@ -19,6 +19,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from sse_starlette.sse import EventSourceResponse
 from starlette.datastructures import UploadFile
 
+from mtserve.api.common import BadJson, decode_json, json_max_depth
 from mtserve.api.errors import ApiError, BodyTooLarge
 from mtserve.api.routes import ERRORS, admit, service_of, until_disconnect
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
@@ -121,7 +122,7 @@ async def _submit(request: Request) -> Job:
     source = str(form.get("source") or "auto").strip() or "auto"
     if not target:
         raise ApiError(400, "target is missing; send the target language code, e.g. target=en")
-    glossary = _glossary(form.get("glossary"))
+    glossary = _glossary(form.get("glossary"), json_max_depth(request))
     glossary_id = str(form.get("glossary_id") or "").strip() or None
     data = bytearray()
     while chunk := await upload.read(READ_CHUNK):
@@ -141,17 +142,17 @@ async def _submit(request: Request) -> Job:
         raise ApiError(400, str(exc)) from None
 
 
-def _glossary(value: object) -> dict[str, str] | None:
+def _glossary(value: object, max_depth: int) -> dict[str, str] | None:
     """The form's optional glossary: a JSON object of term -> translation, as /translate takes it."""
     from mtserve.service.glossary import GlossaryError, validate_entries
 
     if value is None or value == "":
         return None
     try:
-        return validate_entries(json.loads(str(value)), "glossary")
-    except json.JSONDecodeError:
-        raise ApiError(400, 'glossary must be a JSON object of term -> translation, '
-                            'e.g. {"猫": "cat"}') from None
+        return validate_entries(decode_json(str(value), max_depth, "the glossary"), "glossary")
+    except BadJson as exc:
+        raise ApiError(400, 'glossary must be a JSON object of term -> translation, e.g. {"猫": "cat"}: '
+                            f"{exc}") from None
     except GlossaryError as exc:
         raise ApiError(400, str(exc)) from None
 

@@ -99,17 +99,24 @@ def parse_entries(text: str, fmt: str = "tsv") -> dict[str, str]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise GlossaryError(f"glossary entries are not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        except (ValueError, RecursionError):  # an integer past Python's digit limit; nesting past the stack
+            raise GlossaryError("glossary entries must be one flat JSON object of term -> translation") \
+                from None
         return validate_entries(data, "glossary entries")
     rows = csv.reader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",",
                       quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
     pairs: dict[str, str] = {}
-    for number, row in enumerate(rows, 1):
-        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-            continue
-        if len(row) < 2:
-            raise GlossaryError(f"glossary entries, line {number}: expected term{'<TAB>' if fmt == 'tsv' else ','}"
-                                f"translation, got {row[0][:40]!r}")
-        pairs[row[0]] = row[1]
+    try:
+        for number, row in enumerate(rows, 1):
+            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+                continue
+            if len(row) < 2:
+                raise GlossaryError(f"glossary entries, line {number}: expected term"
+                                    f"{'<TAB>' if fmt == 'tsv' else ','}translation, got {row[0][:40]!r}")
+            pairs[row[0]] = row[1]
+    except csv.Error as exc:  # a field past csv's field_size_limit, an unclosed quote
+        raise GlossaryError(f"glossary entries, line {rows.line_num}: {exc}; a term or translation may have "
+                            f"at most {MAX_TERM_CHARS} characters") from None
     return validate_entries(pairs, "glossary entries")
 
 
