@@ -29,8 +29,8 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
                   "device", "gpu_layers", "gpu_memory_utilization", "max_num_seqs", "max_model_len",
                   "dtype", "quantization", "sampling")
 SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
-                 "json_max_depth", "api_keys", "require_api_key", "anonymous_rpm", "cors_origins",
-                 "shutdown_grace_s")
+                 "json_max_depth", "api_keys", "require_api_key", "metrics_require_key", "anonymous_rpm",
+                 "cors_origins", "shutdown_grace_s")
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
                 "files_queue", "files_chunk")  # documents: /translate_file and /jobs
 RAY_FIELDS = ("ray", "ray_address", "ray_min_replicas", "ray_max_replicas", "ray_target_ongoing_requests",

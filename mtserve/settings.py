@@ -215,7 +215,12 @@ class Settings(BaseSettings):
         False, description="Turn on API keys and rate limits (keys: `mtserve keys add`)."
     )
     require_api_key: bool = Field(
-        False, description="With api_keys on: refuse requests without a key (403)."
+        False, description="With api_keys on: refuse requests without a key (403), on every route that "
+        "does or reveals work (translation, detection, documents and jobs, downloads, /v1/models)."
+    )
+    metrics_require_key: bool = Field(
+        False, description="/metrics needs an API key too (Authorization: Bearer); needs api_keys on, "
+        "and without it /metrics answers 403."
     )
     anonymous_rpm: int = Field(
         60, description="With api_keys on: requests per minute per IP without a key (0 = unlimited)."

@@ -9,26 +9,39 @@ and gets a 400 that says what is wrong instead of an exception that becomes a 50
   nesting deeper than ``json_max_depth`` is refused too. JSON carried in a text field (a form's
   ``glossary``) goes through the same function.
 - Form data (``read_form``): starlette's parser with bounded field counts and sizes, read in one
-  pass.
+  pass; a document upload (``read_upload``) is read as a stream, so its size limit and its key are
+  checked as the bytes arrive, not after the whole body is in memory.
 - Loosely typed fields (``text_field``, ``int_field``...): DeepL and OpenAI bodies are read as
   plain dicts, and a field of the wrong JSON type is refused by name.
-- Keys (``admit``): from the body's ``api_key`` or an ``Authorization`` header.
+- Keys (``admit``, ``authorize``): from the body's ``api_key``, an ``Authorization`` header, or an
+  ``api_key`` query parameter (LibreTranslate reads ``request.values``, and an EventSource or a
+  download link cannot send headers).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import pydantic_core
 from fastapi import Request
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mtserve.api.errors import ApiError
+from mtserve.service.access import AccessDenied
 from mtserve.service.runtime import Runtime
 from mtserve.settings import Settings
 
 JSON_DEPTH_DEFAULT: int = Settings.model_fields["json_max_depth"].default  # where no settings are at hand
 FORM_MAX_FIELDS = 64  # a LibreTranslate or DeepL form has a handful; a list of texts may repeat one
+UPLOAD_MAX_FIELDS = 16  # file, source, target, api_key, glossary, glossary_id, format...
+UPLOAD_MAX_FIELD_BYTES = 64 * 1024  # one form field of an upload (a glossary as JSON text is the big one)
+KEY_BEFORE_UPLOAD = (
+    "an API key is required before a document of this size is read: send it in an Authorization: "
+    "Bearer header, as ?api_key= in the URL, or as the api_key form field before the file field"
+)
 
 
 # --- JSON ------------------------------------------------------------------------------------------
@@ -235,6 +248,11 @@ def bearer_token(request: Request) -> str | None:
     return token.strip() or None
 
 
+def request_key(request: Request) -> str | None:
+    """A key sent outside the body: an Authorization header, or ``?api_key=`` in the URL."""
+    return bearer_token(request) or request.query_params.get("api_key") or None
+
+
 def _ip(request: Request) -> str:
     return request.client.host if request.client else "-"
 
@@ -242,8 +260,139 @@ def _ip(request: Request) -> str:
 def admit(request: Request, body_key: str | None = None) -> None:
     """Check the API key and count the request against its rate limit (a no-op unless api_keys is on).
 
-    The key comes from the body's ``api_key`` (LibreTranslate clients) or an ``Authorization:
-    Bearer`` (or DeepL's ``DeepL-Auth-Key``) header. Only the key's public id reaches the log.
+    The key comes from the body's ``api_key`` (LibreTranslate clients), an ``Authorization:
+    Bearer`` (or DeepL's ``DeepL-Auth-Key``) header, or ``?api_key=``. Only the key's public id
+    reaches the log.
     """
-    caller = runtime_of(request).access.admit(body_key or bearer_token(request), _ip(request))
+    caller = runtime_of(request).access.admit(body_key or request_key(request), _ip(request))
     request.state.caller = caller.label
+
+
+def authorize(request: Request, *, required: bool = False) -> None:
+    """Check the key of a route that reads back work (a job, a download, the model list, metrics).
+
+    Unlike ``admit``, it does not count against a rate limit: polling a job must not use up the
+    requests its caller paid for. ``required`` asks for a key even where anonymous use is allowed.
+    """
+    access = runtime_of(request).access
+    secret = request_key(request)
+    if required and not access.enabled:
+        raise AccessDenied("this route needs an API key, and API keys are off on this server "
+                           "(MTSERVE_API_KEYS)")
+    if required and not secret:
+        raise AccessDenied("an API key is required: send it in an Authorization: Bearer header")
+    caller = access.check(secret, _ip(request))
+    request.state.caller = caller.label
+
+
+# --- document uploads ------------------------------------------------------------------------------
+class UploadGate(Protocol):
+    """What ``read_upload`` tells as the body streams in, so the key is checked before the bulk of it."""
+
+    def on_field(self, name: str, value: str) -> None: ...
+
+    def on_bytes(self, seen: int) -> None: ...
+
+
+@dataclass
+class Upload:
+    fields: dict[str, str] = field(default_factory=dict)
+    filename: str | None = None
+    content: bytes | None = None  # None: the form had no file part
+
+
+async def read_upload(request: Request, *, max_file_bytes: int, limit_message: str,
+                      gate: UploadGate | None = None) -> Upload:
+    """A multipart upload of one file and a few fields, parsed as it streams in.
+
+    The file may be ``max_file_bytes`` long (a 413 with ``limit_message`` the moment it is
+    passed); other fields are at most ``UPLOAD_MAX_FIELD_BYTES`` each, ``UPLOAD_MAX_FIELDS`` in all.
+    ``gate`` sees each field when it completes and the bytes read so far after each chunk, and
+    may stop the upload (an AccessDenied) before the rest of the body is read.
+    """
+    content_type, params = parse_options_header(request.headers.get("content-type"))
+    boundary = params.get(b"boundary")
+    if content_type != b"multipart/form-data" or not boundary:
+        raise ApiError(400, "send the document as multipart/form-data with fields file, source and target")
+    upload = Upload()
+    part: dict[str, Any] = {}
+    header_name, header_value = bytearray(), bytearray()
+    file_data = bytearray()
+
+    def bad(message: str) -> ApiError:
+        return ApiError(400, f"could not read the multipart form: {message}")
+
+    def on_part_begin() -> None:
+        part.clear()
+        part.update(headers={}, data=bytearray(), file=False)
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header_name.extend(data[start:end])
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header_value.extend(data[start:end])
+
+    def on_header_end() -> None:
+        part["headers"][bytes(header_name).lower()] = bytes(header_value)
+        header_name.clear()
+        header_value.clear()
+
+    def on_headers_finished() -> None:
+        _, options = parse_options_header(part["headers"].get(b"content-disposition"))
+        if b"name" not in options:
+            raise bad('a part has no Content-Disposition name')
+        part["name"] = _utf8(options[b"name"], "a field name")
+        if b"filename" in options:
+            if upload.content is not None:
+                raise bad("send one document per upload")
+            if part["name"] != "file":
+                raise bad(f"the document is in field {shown(part['name'])}; send it in a field named 'file'")
+            part["file"] = True
+            upload.filename = _utf8(options[b"filename"], "the file name")
+            upload.content = b""
+        elif len(upload.fields) >= UPLOAD_MAX_FIELDS:
+            raise bad(f"more than {UPLOAD_MAX_FIELDS} fields")
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        if part.get("file"):
+            file_data.extend(data[start:end])
+            if len(file_data) > max_file_bytes:
+                raise ApiError(413, limit_message)
+        else:
+            part["data"].extend(data[start:end])
+            if len(part["data"]) > UPLOAD_MAX_FIELD_BYTES:
+                raise bad(f"field {part['name']!r} is over {UPLOAD_MAX_FIELD_BYTES:,} bytes")
+
+    def on_part_end() -> None:
+        if part.get("file"):
+            return
+        name, value = part["name"], _utf8(bytes(part["data"]), f"field {part['name']!r}")
+        upload.fields[name] = value
+        if gate is not None:
+            gate.on_field(name, value)
+
+    callbacks = {"on_part_begin": on_part_begin, "on_header_field": on_header_field,
+                 "on_header_value": on_header_value, "on_header_end": on_header_end,
+                 "on_headers_finished": on_headers_finished, "on_part_data": on_part_data,
+                 "on_part_end": on_part_end}
+    try:
+        parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+        seen = 0
+        async for chunk in request.stream():
+            seen += len(chunk)
+            if gate is not None:
+                gate.on_bytes(seen)
+            parser.write(chunk)
+        parser.finalize()
+    except FormParserError as exc:
+        raise bad(str(exc) or type(exc).__name__) from None
+    if upload.content is not None:
+        upload.content = bytes(file_data)
+    return upload
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(400, f"could not read the multipart form: {what} is not UTF-8 text") from None

@@ -30,6 +30,7 @@ from fastapi.responses import StreamingResponse
 
 from mtserve.api.common import (
     admit,
+    authorize,
     flag_field,
     int_field,
     json_type,
@@ -162,6 +163,7 @@ def parse_chat(body: Any, settings: Settings) -> tuple[str, str, str]:
 @router.get("/models")
 async def list_models(request: Request):
     """The model and its translation aliases (mtserve-<source>-<target>)."""
+    authorize(request)
     runtime = runtime_of(request)
     created = int(runtime.started_at)
     codes = runtime.engine.languages

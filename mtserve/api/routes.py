@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 from sse_starlette.sse import EventSourceResponse
 
-from mtserve.api.common import admit, read_fields, runtime_of, validation_context
+from mtserve.api.common import admit, authorize, read_fields, runtime_of, validation_context
 from mtserve.api.errors import ApiError, NotReady, describe_validation_error
 from mtserve.api.schemas import (
     DetectedLanguage,
@@ -339,4 +339,8 @@ async def health_ready(request: Request):
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request):
+    """Prometheus metrics; with metrics_require_key on, only for a valid key (Authorization: Bearer)."""
+    settings: Settings = request.app.state.settings
+    if settings.metrics_require_key:
+        authorize(request, required=True)
     return Response(generate_latest(runtime_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
