@@ -28,6 +28,7 @@ from mtserve.api.common import (
     read_upload,
     request_key,
     runtime_of,
+    shown,
 )
 from mtserve.api.errors import ApiError, BodyTooLarge
 from mtserve.api.routes import ERRORS, service_of, until_disconnect
@@ -98,7 +99,7 @@ def job_json(request: Request, job: Job) -> dict[str, Any]:
 def _job_or_404(request: Request, job_id: str) -> Job:
     job = jobs_of(request).get(job_id)
     if job is None:
-        raise ApiError(404, f"no job {job_id!r}: it never existed, was deleted, or expired "
+        raise ApiError(404, f"no job {shown(job_id)}: it never existed, was deleted, or expired "
                             f"(results are kept {jobs_of(request).ttl_s:g} s)")
     return job
 
@@ -210,7 +211,7 @@ async def download_file(request: Request, name: str):
     store = jobs_of(request)
     path = store.result_path(name)
     if path is None:
-        raise ApiError(404, f"no translated file {name!r}: the name is wrong or the file expired "
+        raise ApiError(404, f"no translated file {shown(name)}: the name is wrong or the file expired "
                             f"(files are kept {store.ttl_s:g} s); translate the document again")
     media = _MEDIA_TYPES.get(path.suffix.lstrip("."), "application/octet-stream")
     return FileResponse(path, media_type=media, filename=store.download_filename(name))

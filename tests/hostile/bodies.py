@@ -273,6 +273,20 @@ def _uploads() -> list[HostileRequest]:
     ]
 
 
+def _paths() -> list[HostileRequest]:
+    """Path parameters: long, or not UTF-8 once decoded; refused without echoing them back whole."""
+    long_id = "x" * 20_000
+    return [
+        HostileRequest("jobs: an id of 20,000 characters", "GET", f"/jobs/{long_id}"),
+        HostileRequest("jobs: an id that is not UTF-8", "GET", "/jobs/%ED%A0%80%FF"),
+        HostileRequest("download_file: a name of 20,000 characters", "GET", f"/download_file/{long_id}"),
+        HostileRequest("download_file: a path that climbs out", "GET", "/download_file/..%2F..%2Fetc%2Fpasswd"),
+        HostileRequest("v2 glossary: an id that is not UTF-8", "GET", "/v2/glossaries/%ED%A0%80"),
+        HostileRequest("translate/stream GET: format pdf", "GET", "/translate/stream?q=hi&target=de&format=pdf"),
+        HostileRequest("translate/stream GET: no q", "GET", "/translate/stream?target=de"),
+    ]
+
+
 def _huge_words() -> list[HostileRequest]:
     """Legal: one "word" longer than a segment, cut to fit the engine instead of failing in it."""
     return [
@@ -320,7 +334,7 @@ def _without_a_key() -> list[HostileRequest]:
 @functools.cache
 def hostile_requests() -> tuple[HostileRequest, ...]:
     """Every hostile request; ``needs`` says which server each one is for."""
-    cases = (_json_bodies() + _form_fields() + _deepl() + _openai() + _uploads() + _huge_words()
+    cases = (_json_bodies() + _form_fields() + _deepl() + _openai() + _uploads() + _paths() + _huge_words()
              + _without_a_key())
     names = [case.name for case in cases]
     assert len(names) == len(set(names)), "case names are unique, they are the test ids"
