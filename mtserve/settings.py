@@ -152,7 +152,8 @@ class Settings(BaseSettings):
         4096, description="Entries in the in-memory LRU translation cache (0 = off)."
     )
     segment_max_chars: int = Field(
-        400, description="Longer sentences are split at clause boundaries before decoding."
+        400, description="Longer sentences are split at clause boundaries, then between words, and a "
+        "word longer than this is cut, so no segment sent to the engine is longer."
     )
 
     glossary_file: Path | None = Field(
