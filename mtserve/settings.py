@@ -152,7 +152,8 @@ class Settings(BaseSettings):
         4096, description="Entries in the in-memory LRU translation cache (0 = off)."
     )
     segment_max_chars: int = Field(
-        400, description="Longer sentences are split at clause boundaries before decoding."
+        400, description="Longer sentences are split at clause boundaries, then between words, and a "
+        "word longer than this is cut, so no segment sent to the engine is longer."
     )
 
     glossary_file: Path | None = Field(
@@ -237,13 +238,22 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         1_000_000, description="Largest request body accepted (bytes); larger gets 413."
     )
+    json_max_depth: int = Field(
+        32, ge=2, le=200, description="Deepest nesting of arrays and objects in a JSON body, or in a JSON "
+        "text field such as glossary; deeper gets 400 (at most 200, the JSON parser's own bound)."
+    )
 
     # --- access --------------------------------------------------------------
     api_keys: bool = Field(
         False, description="Turn on API keys and rate limits (keys: `mtserve keys add`)."
     )
     require_api_key: bool = Field(
-        False, description="With api_keys on: refuse requests without a key (403)."
+        False, description="With api_keys on: refuse requests without a key (403), on every route that "
+        "does or reveals work (translation, detection, documents and jobs, downloads, /v1/models)."
+    )
+    metrics_require_key: bool = Field(
+        False, description="/metrics needs an API key too (Authorization: Bearer); needs api_keys on, "
+        "and without it /metrics answers 403."
     )
     anonymous_rpm: int = Field(
         60, description="With api_keys on: requests per minute without a key, per IPv4 address or IPv6 /64 "

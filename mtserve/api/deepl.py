@@ -16,15 +16,15 @@ splits at sentences and always keeps whitespace.
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from mtserve.api.common import admit, key_id_of, read_fields, runtime_of, shown, text_field
 from mtserve.api.errors import ApiError
-from mtserve.api.routes import admit, key_id_of, runtime_of, service_of, until_disconnect
+from mtserve.api.routes import service_of, until_disconnect
 from mtserve.service.glossary import (
     GlossaryError,
     GlossaryForbidden,
@@ -56,7 +56,7 @@ def to_mtserve(code: str, role: str, supported: tuple[str, ...]) -> str:
     upper = code.strip().upper()
     mapped = DEEPL_TO_MTSERVE.get(upper, upper.lower())
     if mapped not in supported:
-        raise ApiError(400, f"Value for '{role}' not supported: {code!r}. See GET /v2/languages.")
+        raise ApiError(400, f"Value for '{role}' not supported: {shown(code)}. See GET /v2/languages.")
     return mapped
 
 
@@ -83,28 +83,9 @@ def glossary_scope(request: Request) -> GlossaryScope:
     return scope_for(key_id_of(request), keys_on=request.app.state.settings.api_keys)
 
 
-async def read_fields(request: Request) -> dict[str, Any]:
-    """JSON or form data; repeated form fields (``text=a&text=b``) become lists."""
-    content_type = request.headers.get("content-type", "")
-    if "application/json" in content_type:
-        try:
-            data = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            raise ApiError(400, "Invalid JSON body") from None
-        if not isinstance(data, dict):
-            raise ApiError(400, "The JSON body must be an object")
-        return data
-    fields: dict[str, Any] = {key: value for key, value in request.query_params.items()}
-    if "form" in content_type:
-        form = await request.form()
-        for key in form.keys():
-            values = form.getlist(key)
-            fields[key] = values if len(values) > 1 or key == "text" else values[0]
-    return fields
-
-
-def as_bool(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
+async def fields_of(request: Request) -> dict[str, Any]:
+    """JSON or form data, with query parameters under form fields; repeated fields become lists."""
+    return await read_fields(request, merge_query=True)
 
 
 def check_key(request: Request) -> None:
@@ -116,15 +97,16 @@ def check_key(request: Request) -> None:
 async def translate(request: Request):
     """DeepL's /v2/translate: ``text`` (one or many), ``target_lang``, optional ``source_lang``."""
     settings: Settings = request.app.state.settings
-    fields = await read_fields(request)
+    fields = await fields_of(request)
     check_key(request)
     texts = fields.get("text")
     if isinstance(texts, str):
         texts = [texts]
     if not texts or not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise ApiError(400, "Parameter 'text' not specified: send one or more texts")
-    if "target_lang" not in fields or not isinstance(fields["target_lang"], str):
-        raise ApiError(400, "Value for 'target_lang' not supported.")
+    target_lang = text_field(fields, "target_lang")
+    if not target_lang:
+        raise ApiError(400, "Value for 'target_lang' not supported: send a target language, e.g. EN-US")
     if len(texts) > settings.batch_limit:
         raise ApiError(413, f"Too many texts: {len(texts)}; the limit is {settings.batch_limit}")
     chars = sum(len(t) for t in texts)
@@ -132,26 +114,26 @@ async def translate(request: Request):
         raise ApiError(413, f"Request too large: {chars} characters; the limit is {settings.char_limit}")
     service = service_of(request)
     supported = service.languages
-    target = to_mtserve(fields["target_lang"], "target_lang", supported)
+    target = to_mtserve(target_lang, "target_lang", supported)
     source = "auto"
-    if fields.get("source_lang"):
-        source = to_mtserve(str(fields["source_lang"]), "source_lang", supported)
-    formality = str(fields.get("formality", "default")).lower()
+    if source_lang := text_field(fields, "source_lang"):
+        source = to_mtserve(source_lang, "source_lang", supported)
+    formality = (text_field(fields, "formality") or "default").lower()
     if formality not in FORMALITY_KNOWN:
-        raise ApiError(400, f"Value for 'formality' not supported: {formality!r}")
+        raise ApiError(400, f"Value for 'formality' not supported: {shown(formality)}")
     if formality not in FORMALITY_OK:
-        raise ApiError(400, f"'formality' is not supported for target language {fields['target_lang']}; "
+        raise ApiError(400, f"'formality' is not supported for target language {shown(target_lang)}; "
                             "use prefer_more or prefer_less")
-    tag_handling = fields.get("tag_handling")
+    tag_handling = text_field(fields, "tag_handling")
     if tag_handling not in (None, "", "html", "xml"):
         raise ApiError(400, "Value for 'tag_handling' not supported: use html or xml")
     fmt = "html" if tag_handling in ("html", "xml") else "text"
     glossary = None
-    if fields.get("glossary_id"):
+    if glossary_id := text_field(fields, "glossary_id"):
         if source == "auto":
             raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
         try:  # the pair rule lives in the service; DeepL answers 400 for an unknown id too
-            glossary = service.named_glossary(str(fields["glossary_id"]), source, target, key_id_of(request))
+            glossary = service.named_glossary(glossary_id, source, target, key_id_of(request))
         except GlossaryError as exc:
             raise ApiError(400, str(exc)) from None
     usage = Usage()
@@ -175,9 +157,9 @@ async def translate(request: Request):
 @router.post("/languages", operation_id="deepl_languages_post")
 async def languages(request: Request):
     """Source or target languages in DeepL's shape."""
-    fields = await read_fields(request)
+    fields = await fields_of(request)
     check_key(request)
-    kind = str(fields.get("type", "source")).lower()
+    kind = (text_field(fields, "type") or "source").lower()
     if kind not in ("source", "target"):
         raise ApiError(400, "Value for 'type' not supported: use source or target")
     codes = runtime_of(request).engine.languages
@@ -212,7 +194,7 @@ async def glossary_language_pairs(request: Request):
 async def create_glossary(request: Request):
     """A glossary owned by the caller's API key (the operator's while keys are off); capped in count and size."""
     settings: Settings = request.app.state.settings
-    fields = await read_fields(request)
+    fields = await fields_of(request)
     check_key(request)
     supported = runtime_of(request).engine.languages
     for name in ("name", "source_lang", "target_lang", "entries"):
@@ -221,7 +203,7 @@ async def create_glossary(request: Request):
                            else f"Parameter '{name}' must be a string")
     source = to_mtserve(fields["source_lang"], "source_lang", supported)
     target = to_mtserve(fields["target_lang"], "target_lang", supported)
-    fmt = str(fields.get("entries_format", "tsv")).lower()
+    fmt = (text_field(fields, "entries_format") or "tsv").lower()
     scope = glossary_scope(request)
     store = glossary_store(request)
 

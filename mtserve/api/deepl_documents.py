@@ -22,9 +22,10 @@ from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 
-from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, read_fields, to_mtserve
+from mtserve.api.common import admit, key_id_of
+from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, fields_of, to_mtserve
 from mtserve.api.errors import ApiError, BodyTooLarge
-from mtserve.api.routes import admit, key_id_of, service_of
+from mtserve.api.routes import service_of
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.documents.registry import format_for
@@ -118,7 +119,7 @@ async def _job(request: Request, document_id: str) -> Job:
     if job is None:
         raise ApiError(404, f"Document not found: {document_id!r} (it never existed, was downloaded, "
                             f"or expired after {store.ttl_s:g} s)")
-    fields = await read_fields(request)
+    fields = await fields_of(request)
     key = fields.get("document_key")
     if not isinstance(key, str) or not store.key_matches(job, key):
         raise ApiError(403, "Invalid document_key for this document")

@@ -17,17 +17,29 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from sse_starlette.sse import EventSourceResponse
-from starlette.datastructures import UploadFile
 
+from mtserve.api.common import (
+    KEY_BEFORE_UPLOAD,
+    BadJson,
+    admit,
+    authorize,
+    decode_json,
+    json_max_depth,
+    key_id_of,
+    read_upload,
+    request_key,
+    runtime_of,
+    shown,
+)
 from mtserve.api.errors import ApiError, BodyTooLarge
-from mtserve.api.routes import ERRORS, admit, key_id_of, service_of, until_disconnect
+from mtserve.api.routes import ERRORS, service_of, until_disconnect
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.jobs import Job, JobStatus, JobStore
+from mtserve.service.access import AccessDenied
 from mtserve.settings import Settings
 
 router = APIRouter()
 
-READ_CHUNK = 1 << 20
 MULTIPART_SLACK = 64 * 1024  # form fields and boundaries around the file itself
 UPLOAD_PATHS = ("/translate_file", "/jobs", "/v2/document")  # where the body limit is files_max_mb, not max_body_bytes
 
@@ -88,13 +100,38 @@ def job_json(request: Request, job: Job) -> dict[str, Any]:
 def _job_or_404(request: Request, job_id: str) -> Job:
     job = jobs_of(request).get(job_id)
     if job is None:
-        raise ApiError(404, f"no job {job_id!r}: it never existed, was deleted, or expired "
+        raise ApiError(404, f"no job {shown(job_id)}: it never existed, was deleted, or expired "
                             f"(results are kept {jobs_of(request).ttl_s:g} s)")
     return job
 
 
+class _KeyGate:
+    """Admission of an upload that carries its key as a form field, before the bulk of the body is read.
+
+    With keys required and none in a header or the URL, the key is checked the moment its
+    ``api_key`` field arrives; until then at most ``allowance`` bytes (MTSERVE_MAX_BODY_BYTES, what
+    any anonymous JSON request may send) are read. LibreTranslate's own web page sends the file
+    before api_key, so a document that small still works that way; a bigger one gets a 403 that
+    says how to send the key first.
+    """
+
+    def __init__(self, request: Request, allowance: int):
+        self.request = request
+        self.allowance = allowance
+        self.admitted = False
+
+    def on_field(self, name: str, value: str) -> None:
+        if name == "api_key" and value and not self.admitted:
+            admit(self.request, value)
+            self.admitted = True
+
+    def on_bytes(self, seen: int) -> None:
+        if not self.admitted and seen > self.allowance:
+            raise AccessDenied(KEY_BEFORE_UPLOAD)
+
+
 async def _submit(request: Request) -> Job:
-    """Read the multipart upload within the limits and queue its translation."""
+    """Read the multipart upload within the limits, the key first, and queue its translation."""
     store = jobs_of(request)
     if not store.formats:
         raise ApiError(403, "file translation is turned off on this server (MTSERVE_FILES_FORMATS is empty)")
@@ -102,36 +139,34 @@ async def _submit(request: Request) -> Job:
     if "multipart/form-data" not in content_type:
         raise ApiError(400, "send the document as multipart/form-data with fields file, source and target")
     declared = request.headers.get("content-length")
+    too_big = (f"the upload is over {store.settings.files_max_mb:g} MB, the limit (MTSERVE_FILES_MAX_MB)")
     if declared and declared.isdigit() and int(declared) > store.max_bytes + MULTIPART_SLACK:
         raise ApiError(413, f"the upload is {int(declared) / 1e6:,.1f} MB; the limit is "
                             f"{store.settings.files_max_mb:g} MB (MTSERVE_FILES_MAX_MB)")
+    access = runtime_of(request).access
+    gate = None
+    if key := request_key(request):  # an Authorization header or ?api_key=: checked before the body is read
+        admit(request, key)
+    elif access.enabled and access.require_key:
+        gate = _KeyGate(request, store.settings.max_body_bytes)
     try:
-        form = await request.form(max_files=1, max_fields=16)
+        upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big, gate=gate)
     except BodyTooLarge:
-        raise ApiError(413, f"the upload is over {store.settings.files_max_mb:g} MB, the limit "
-                            "(MTSERVE_FILES_MAX_MB)") from None
-    except Exception as exc:  # starlette's MultiPartException and friends: a malformed body
-        raise ApiError(400, f"could not read the multipart form: {exc}") from None
-    admit(request, str(form.get("api_key") or "") or None)
+        raise ApiError(413, too_big) from None
+    fields = upload.fields
+    if key is None and not (gate and gate.admitted):
+        admit(request, fields.get("api_key") or None)
     service = service_of(request)
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
+    if upload.content is None:
         raise ApiError(400, "the form has no file; send the document in a field named 'file'")
-    target = str(form.get("target") or "").strip()
-    source = str(form.get("source") or "auto").strip() or "auto"
+    target = fields.get("target", "").strip()
+    source = fields.get("source", "auto").strip() or "auto"
     if not target:
         raise ApiError(400, "target is missing; send the target language code, e.g. target=en")
-    glossary = _glossary(form.get("glossary"), store.settings.glossary_request_entries)
-    glossary_id = str(form.get("glossary_id") or "").strip() or None
-    data = bytearray()
-    while chunk := await upload.read(READ_CHUNK):
-        data += chunk
-        if len(data) > store.max_bytes:
-            raise ApiError(413, f"the file is over {store.settings.files_max_mb:g} MB, the limit "
-                                "(MTSERVE_FILES_MAX_MB)")
-    await form.close()
+    glossary = _glossary(fields.get("glossary"), json_max_depth(request), store.settings.glossary_request_entries)
+    glossary_id = fields.get("glossary_id", "").strip() or None
     try:
-        return await store.submit(service, upload.filename or "", bytes(data), source, target, glossary,
+        return await store.submit(service, upload.filename or "", upload.content, source, target, glossary,
                                   glossary_id=glossary_id, key_id=key_id_of(request))
     except LimitExceeded as exc:
         raise ApiError(413, str(exc)) from None
@@ -141,7 +176,7 @@ async def _submit(request: Request) -> Job:
         raise ApiError(400, str(exc)) from None
 
 
-def _glossary(value: object, max_entries: int = 0) -> dict[str, str] | None:
+def _glossary(value: str | None, max_depth: int, max_entries: int = 0) -> dict[str, str] | None:
     """The form's optional glossary: a JSON object of term -> translation, as /translate takes it."""
     from mtserve.service.glossary import (
         GlossaryError,
@@ -153,14 +188,14 @@ def _glossary(value: object, max_entries: int = 0) -> dict[str, str] | None:
     if value is None or value == "":
         return None
     try:
-        entries = validate_entries(json.loads(str(value)), "glossary")
+        entries = validate_entries(decode_json(value, max_depth, "the glossary"), "glossary")
         check_request_entries(entries, max_entries)
         return entries
     except GlossaryTooLarge as exc:
         raise ApiError(413, str(exc)) from None
-    except json.JSONDecodeError:
-        raise ApiError(400, 'glossary must be a JSON object of term -> translation, '
-                            'e.g. {"猫": "cat"}') from None
+    except BadJson as exc:
+        raise ApiError(400, 'glossary must be a JSON object of term -> translation, e.g. {"猫": "cat"}: '
+                            f"{exc}") from None
     except GlossaryError as exc:
         raise ApiError(400, str(exc)) from None
 
@@ -182,10 +217,11 @@ async def translate_file(request: Request):
 @router.get("/download_file/{name}", name="download_file", responses=NOT_FOUND)
 async def download_file(request: Request, name: str):
     """A translated document, while it lasts."""
+    authorize(request)
     store = jobs_of(request)
     path = store.result_path(name)
     if path is None:
-        raise ApiError(404, f"no translated file {name!r}: the name is wrong or the file expired "
+        raise ApiError(404, f"no translated file {shown(name)}: the name is wrong or the file expired "
                             f"(files are kept {store.ttl_s:g} s); translate the document again")
     media = _MEDIA_TYPES.get(path.suffix.lstrip("."), "application/octet-stream")
     return FileResponse(path, media_type=media, filename=store.download_filename(name))
@@ -217,6 +253,7 @@ async def create_job(request: Request):
 @router.get("/jobs/{job_id}", name="get_job", responses=NOT_FOUND)
 async def get_job(request: Request, job_id: str):
     """Status and progress: segments done out of total, the current section, the result's URL when done."""
+    authorize(request)
     return job_json(request, _job_or_404(request, job_id))
 
 
@@ -224,6 +261,7 @@ async def get_job(request: Request, job_id: str):
             responses=NOT_FOUND)
 async def job_events(request: Request, job_id: str):
     """Server-sent events: `progress` with the job after each change, then `done`, `failed` or `cancelled`."""
+    authorize(request)
     job = _job_or_404(request, job_id)
     store = jobs_of(request)
 
@@ -238,6 +276,7 @@ async def job_events(request: Request, job_id: str):
 @router.delete("/jobs/{job_id}", responses=NOT_FOUND)
 async def delete_job(request: Request, job_id: str):
     """Cancel a queued or running job; for a finished one, delete it and its result."""
+    authorize(request)
     job = _job_or_404(request, job_id)
     cancelled = await jobs_of(request).cancel(job)
     body = job_json(request, job)

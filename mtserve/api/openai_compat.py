@@ -6,7 +6,8 @@ target comes from, in order:
 
 1. an explicit ``target_lang`` field (an extension; a code like ``en`` or a name like ``English``);
 2. the model alias ``mtserve-<source>-<target>``, e.g. ``mtserve-zh-en`` or ``mtserve-auto-en``;
-3. the system prompt: "Translate into English", "translate ... to German", "翻译成英文".
+3. the system prompt: "Translate into English", "translate ... to German", "翻译成英文"
+   (looked for in its first 20,000 characters).
 
 The source is ``source_lang``, the alias's first part, or detected. A request
 that names no target is refused with a 400 that says how to name one. It goes
@@ -27,8 +28,20 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from mtserve.api.common import (
+    admit,
+    authorize,
+    flag_field,
+    int_field,
+    json_type,
+    object_field,
+    read_json,
+    runtime_of,
+    shown,
+    text_field,
+)
 from mtserve.api.errors import ApiError
-from mtserve.api.routes import admit, runtime_of, service_of, until_disconnect
+from mtserve.api.routes import service_of, until_disconnect
 from mtserve.service.translator import Usage
 from mtserve.settings import Settings
 from mtserve.text.languages import CHINESE_NAMES, LANGUAGES
@@ -42,10 +55,16 @@ NAME_TO_CODE = {name.lower(): code for code, name in LANGUAGES.items()}
 NAME_TO_CODE.update({name: code for code, name in CHINESE_NAMES.items()})
 NAME_TO_CODE.update(EXTRA_CHINESE_NAMES)
 _names = "|".join(sorted((re.escape(n) for n in NAME_TO_CODE), key=len, reverse=True))
-TARGET_IN_PROMPT = re.compile(
-    rf"(?:translat\w*\b.*?\b(?:in|into|to)\s+(?P<en>{_names})\b)|(?:(?:翻译|译)成?为?(?P<zh>{_names}))",
-    re.IGNORECASE | re.DOTALL,
-)
+# "Translate into English", "translate ... to German": the first language named after in/into/to,
+# anywhere after the first word that starts with "translat". "翻译成英文", "译为德文": right after.
+# Three linear scans rather than one pattern with ``translat\w*.*?\b(in|into|to)``: that lazy gap
+# rescans the rest of the prompt from every "translat", which is quadratic ("translate " * 8000
+# took seconds on the event loop). They read the prompt's first PROMPT_SCAN_CHARS characters only,
+# so even a 1 MB prompt costs milliseconds: an instruction naming the target comes early.
+PROMPT_SCAN_CHARS = 20_000
+TRANSLATE_WORD = re.compile(r"translat\w*\b", re.IGNORECASE)
+TARGET_AFTER_PREPOSITION = re.compile(rf"\b(?:in|into|to)\s++(?P<name>{_names})\b", re.IGNORECASE)
+TARGET_AFTER_CHINESE_VERB = re.compile(rf"(?:翻译|译)成?为?(?P<name>{_names})", re.IGNORECASE)
 HOW_TO_NAME_A_TARGET = (
     "this endpoint translates the last user message; name the target language with the model "
     "'mtserve-<source>-<target>' (e.g. mtserve-zh-en), a 'target_lang' field, or a system prompt such "
@@ -61,28 +80,56 @@ def language_code(value: str, role: str) -> str:
         return NAME_TO_CODE[code.lower()]
     if code in NAME_TO_CODE:
         return NAME_TO_CODE[code]
-    raise ApiError(400, f"{role} {value!r} is not a language code or name mtserve knows")
+    raise ApiError(400, f"{role} {shown(value)} is not a language code or name mtserve knows")
 
 
-def message_text(message: dict) -> str:
+def message_text(message: dict, where: str) -> str:
+    """The text of a message: its content string, or its text parts joined; anything else is a 400."""
     content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: keep the text ones
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise ApiError(400, f"{where}.content must be a string or a list of content parts, "
+                            f"not {json_type(content)}")
+    texts = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict):
+            raise ApiError(400, f"{where}.content[{i}] must be an object such as "
+                                f'{{"type": "text", "text": "..."}}, not {json_type(part)}')
+        if part.get("type") == "text":  # other parts (images, audio) carry nothing to translate
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise ApiError(400, f"{where}.content[{i}].text must be a string, not {json_type(text)}")
+            texts.append(text)
+    return "".join(texts)
+
+
+def target_in_prompt(system: str) -> str | None:
+    r"""The target language a system prompt names, as its name there, or None.
+
+    Like one regex search for ``translat\w*\b.*?\b(in|into|to)\s+NAME\b`` or
+    ``(翻译|译)成?为?NAME``, whichever starts first, but linear, and in the first
+    ``PROMPT_SCAN_CHARS`` characters.
+    """
+    end = min(len(system), PROMPT_SCAN_CHARS)
+    verb = TRANSLATE_WORD.search(system, 0, end)
+    english = TARGET_AFTER_PREPOSITION.search(system, verb.end(), end) if verb else None
+    chinese = TARGET_AFTER_CHINESE_VERB.search(system, 0, end)
+    if english and verb and (chinese is None or verb.start() < chinese.start()):
+        return english["name"]
+    return chinese["name"] if chinese else None
 
 
 def resolve_languages(body: dict, system: str) -> tuple[str, str]:
-    source = language_code(body["source_lang"], "source_lang") if body.get("source_lang") else None
-    if body.get("target_lang"):
-        return source or "auto", language_code(str(body["target_lang"]), "target_lang")
-    alias = ALIAS.match(str(body.get("model", "")))
+    source_lang = text_field(body, "source_lang")
+    source = language_code(source_lang, "source_lang") if source_lang else None
+    if target_lang := text_field(body, "target_lang"):
+        return source or "auto", language_code(target_lang, "target_lang")
+    alias = ALIAS.match(text_field(body, "model") or "")
     if alias:
         return source or alias["source"], alias["target"]
-    found = TARGET_IN_PROMPT.search(system)
-    if found:
-        name = found["en"] or found["zh"]
+    name = target_in_prompt(system)
+    if name:
         return source or "auto", NAME_TO_CODE.get(name.lower(), NAME_TO_CODE.get(name))
     raise ApiError(400, HOW_TO_NAME_A_TARGET)
 
@@ -96,17 +143,19 @@ def parse_chat(body: Any, settings: Settings) -> tuple[str, str, str]:
         raise ApiError(400, "'messages' must be a non-empty list of {role, content} objects")
     if body.get("tools") or body.get("functions"):
         raise ApiError(400, "tools and functions are not supported: " + HOW_TO_NAME_A_TARGET)
-    if int(body.get("n", 1) or 1) != 1:
+    if int_field(body, "n", 1) != 1:
         raise ApiError(400, "'n' must be 1")
-    users = [m for m in messages if m.get("role") == "user"]
+    roles = [text_field(m, "role", label=f"messages[{i}].role") for i, m in enumerate(messages)]
+    users = [i for i, role in enumerate(roles) if role == "user"]
     if not users:
         raise ApiError(400, "no user message: the last user message is the text to translate")
-    text = message_text(users[-1])
+    text = message_text(messages[users[-1]], f"messages[{users[-1]}]")
     if not text.strip():
         raise ApiError(400, "the last user message is empty; send the text to translate")
     if len(text) > settings.char_limit:
         raise ApiError(413, f"the text has {len(text)} characters; the limit is {settings.char_limit}")
-    system = "\n".join(message_text(m) for m in messages if m.get("role") in ("system", "developer"))
+    system = "\n".join(message_text(m, f"messages[{i}]") for i, (m, role) in enumerate(zip(messages, roles))
+                       if role in ("system", "developer"))
     source, target = resolve_languages(body, system)
     return text, source, target
 
@@ -114,6 +163,7 @@ def parse_chat(body: Any, settings: Settings) -> tuple[str, str, str]:
 @router.get("/models")
 async def list_models(request: Request):
     """The model and its translation aliases (mtserve-<source>-<target>)."""
+    authorize(request)
     runtime = runtime_of(request)
     created = int(runtime.started_at)
     codes = runtime.engine.languages
@@ -128,21 +178,20 @@ async def list_models(request: Request):
 async def chat_completions(request: Request):
     """Translate the last user message; see the module notes for how the target is chosen."""
     settings: Settings = request.app.state.settings
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        raise ApiError(400, "the body is not valid JSON") from None
+    body = await read_json(request)
     admit(request, None)
     text, source, target = parse_chat(body, settings)
+    stream = flag_field(body, "stream")
+    stream_options = object_field(body, "stream_options") or {}
     service = service_of(request)
-    model = str(body.get("model") or runtime_of(request).engine.model_name)
+    model = text_field(body, "model") or runtime_of(request).engine.model_name
     usage = Usage()
     request.state.usage = usage
     request.state.chars_in = len(text)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
-    if body.get("stream"):
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    if stream:
+        include_usage = flag_field(stream_options, "include_usage")
         return await _stream(request, service, text, source, target, model, completion_id, created,
                              usage, include_usage)
     work = asyncio.ensure_future(service.translate([text], source, target, usage=usage))

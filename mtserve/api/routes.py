@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 from sse_starlette.sse import EventSourceResponse
 
+from mtserve.api.common import admit, authorize, key_id_of, read_fields, runtime_of, validation_context
 from mtserve.api.errors import ApiError, NotReady, describe_validation_error
 from mtserve.api.schemas import (
     DetectedLanguage,
@@ -28,7 +29,6 @@ from mtserve.api.schemas import (
     TranslateResponse,
 )
 from mtserve.service.glossary import GlossaryTooLarge, check_request_entries
-from mtserve.service.runtime import Runtime
 from mtserve.service.translator import TranslationService, Usage
 from mtserve.settings import Settings
 from mtserve.text.languages import language_name
@@ -65,10 +65,6 @@ def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
 
 
 # --- helpers -------------------------------------------------------------------
-def runtime_of(request: Request) -> Runtime:
-    return request.app.state.runtime
-
-
 def service_of(request: Request) -> TranslationService:
     runtime = runtime_of(request)
     if runtime.service is None:
@@ -80,60 +76,17 @@ def service_of(request: Request) -> TranslationService:
     return runtime.service
 
 
-def admit(request: Request, body_key: str | None = None) -> None:
-    """Check the API key and the caller's rate limit (a no-op unless api_keys is on).
-
-    The key comes from the body's ``api_key`` (LibreTranslate clients) or an
-    ``Authorization: Bearer`` header. Only the key's public id reaches the log.
-    """
-    secret = body_key or bearer_token(request)
-    ip = request.client.host if request.client else "-"
-    caller = runtime_of(request).access.admit(secret, ip)
-    request.state.caller = caller.label
-    request.state.key_id = caller.key_id  # whose stored glossaries the request may use
-
-
-def key_id_of(request: Request) -> str | None:
-    """The id of the API key that admit() accepted for this request; None without one."""
-    return getattr(request.state, "key_id", None)
-
-
-def bearer_token(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() not in ("bearer", "deepl-auth-key"):
-        return None
-    return token.strip() or None
+def validate_as(request: Request, model: type[Model], data: dict[str, Any]) -> Model:
+    """The fields as ``model``, or a 400 that names each field that is wrong."""
+    try:
+        return model.model_validate(data, context=validation_context(request))
+    except ValidationError as exc:
+        raise ApiError(400, describe_validation_error(exc)) from None
 
 
 async def parse_body(request: Request, model: type[Model]) -> Model:
     """JSON or form data, like LibreTranslate; a repeated form field becomes a list."""
-    content_type = request.headers.get("content-type", "")
-    data: Any
-    if "application/json" in content_type:
-        try:
-            data = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ApiError(400, "the body is not valid JSON (UTF-8)") from None
-        except RecursionError:
-            raise ApiError(400, "the JSON body is nested too deeply") from None
-        if not isinstance(data, dict):
-            raise ApiError(400, "the JSON body must be an object, e.g. {\"q\": \"...\", \"target\": \"en\"}")
-    elif "form" in content_type:
-        form = await request.form()
-        data = {}
-        for key in form.keys():
-            values = form.getlist(key)
-            data[key] = values if len(values) > 1 else values[0]
-    elif not content_type and request.query_params:
-        data = dict(request.query_params)
-    else:
-        raise ApiError(
-            400, "send the fields as JSON (Content-Type: application/json) or as form data"
-        )
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ApiError(400, describe_validation_error(exc)) from None
+    return validate_as(request, model, await read_fields(request))
 
 
 def validate_translate(req: TranslateRequest, settings: Settings) -> list[str]:
@@ -293,12 +246,9 @@ async def translate_stream_get(request: Request, q: str, target: str, source: st
                                format: str = "text", api_key: str | None = None,
                                glossary: str | None = None, glossary_id: str | None = None):
     """The same stream for EventSource clients, with the fields in the query string."""
-    try:
-        req = TranslateRequest(q=q, source=source, target=target, format=format, api_key=api_key,
-                               glossary=glossary, glossary_id=glossary_id)
-    except ValidationError as exc:
-        raise ApiError(400, describe_validation_error(exc)) from None
-    return await _stream(request, req)
+    fields = {"q": q, "source": source, "target": target, "format": format, "api_key": api_key,
+              "glossary": glossary, "glossary_id": glossary_id}
+    return await _stream(request, validate_as(request, TranslateRequest, fields))
 
 
 # --- languages and detection ------------------------------------------------------
@@ -394,4 +344,8 @@ async def health_ready(request: Request):
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request):
+    """Prometheus metrics; with metrics_require_key on, only for a valid key (Authorization: Bearer)."""
+    settings: Settings = request.app.state.settings
+    if settings.metrics_require_key:
+        authorize(request, required=True)
     return Response(generate_latest(runtime_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from mtserve.api.common import JSON_DEPTH_DEFAULT, BadJson, decode_json
 
 
 class TranslateRequest(BaseModel):
@@ -42,16 +43,18 @@ class TranslateRequest(BaseModel):
 
     @field_validator("glossary", mode="before")
     @classmethod
-    def _glossary(cls, value: Any) -> Any:
+    def _glossary(cls, value: Any, info: ValidationInfo) -> Any:
         from mtserve.service.glossary import validate_entries
 
         if value is None or value == "":
             return None
-        if isinstance(value, str):  # form data carries it as JSON text
+        if isinstance(value, str):  # form data and the query string carry it as JSON text
+            depth = (info.context or {}).get("json_max_depth", JSON_DEPTH_DEFAULT)
             try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise ValueError('must be a JSON object of term -> translation, e.g. {"猫": "cat"}') from None
+                value = decode_json(value, depth, "the glossary")
+            except BadJson as exc:
+                raise ValueError('must be a JSON object of term -> translation, e.g. {"猫": "cat"}: '
+                                 f"{exc}") from None
         return validate_entries(value, "glossary")
 
 

@@ -26,7 +26,8 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
                   "device", "gpu_layers", "gpu_memory_utilization", "max_num_seqs", "max_model_len",
                   "dtype", "quantization", "sampling")
 SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
-                 "api_keys", "require_api_key", "anonymous_rpm", "rate_limit_callers", "cors_origins",
+                 "json_max_depth", "api_keys", "require_api_key", "metrics_require_key", "anonymous_rpm",
+                 "rate_limit_callers", "cors_origins",
                  "shutdown_grace_s", "glossaries_per_key", "glossary_max_entries", "glossary_request_entries")
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
                 "files_queue", "files_chunk",

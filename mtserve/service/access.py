@@ -295,6 +295,22 @@ class AccessControl:
         key = self.store.get(key_id)
         return (self.store.used(key), key.char_quota) if key is not None else None
 
+    def check(self, secret: str | None, ip: str) -> Caller:
+        """The key rule alone, not counted against a rate limit: for routes that read back work
+        (a job's status, a download, the model list), which a client may poll."""
+        if self.store is None:
+            return Caller(None, ip)
+        if secret:
+            key = self.store.lookup(secret)
+            if key is None:
+                raise AccessDenied("invalid API key")
+            return Caller(key.id, ip)
+        if self.require_key:
+            raise AccessDenied(
+                "an API key is required: send it as api_key or in an Authorization: Bearer header"
+            )
+        return Caller(None, ip)
+
     def admit(self, secret: str | None, ip: str) -> Caller:
         if self.store is None:
             return Caller(None, ip)

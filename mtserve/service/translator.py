@@ -146,8 +146,9 @@ class TranslationService:
         supported = self.languages
         for role, code in (("source", source), ("target", target)):
             if code not in supported and not (role == "source" and code == "auto"):
+                shown = repr(code) if len(code) <= 40 else repr(code[:40]) + "..."  # not echoed back whole
                 raise UnsupportedLanguage(
-                    f"{role} language {code!r} is not supported by model {self.model.model!r}; "
+                    f"{role} language {shown} is not supported by model {self.model.model!r}; "
                     f"use one of: {', '.join(supported)} (see GET /languages)"
                 )
         # A Marian model knows two languages but translates one direction only.

@@ -9,6 +9,7 @@ input, and only the trimmed sentences are sent to the engine.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
@@ -95,7 +96,7 @@ def join_pieces(pieces: list[Piece], translations: list[str]) -> str:
             previous = None
             continue
         translation = next(remaining)
-        if previous and _glued(previous[1], translation) and not _glued(previous[0], piece.text):
+        if previous and glued(previous[1], translation) and not glued(previous[0], piece.text):
             parts.append(" ")
         parts.append(translation)
         previous = (piece.text, translation)
@@ -250,16 +251,25 @@ def _word_units(text: str) -> list[str]:
 
 
 _SPLITTERS: list[Callable[[str], list[str]]] = [_clause_units, _word_units]
+_CLUSTER_BACKOFF = 16  # how far a hard cut may move back to keep a character with its marks
 
 
 def _fit(text: str, max_chars: int, level: int) -> list[str]:
-    """Cut an overlong sentence at the coarsest boundaries that make it fit."""
-    if len(text.strip()) <= max_chars or level == len(_SPLITTERS):
+    """Cut an overlong sentence at the coarsest boundaries that make it fit.
+
+    Clause marks first, then spaces (or between CJK characters); a "word" still too long (a
+    base64 blob, a URL, a run of one letter) is cut where it must be (``_hard_cuts``), so no
+    segment sent to the engine is ever longer than ``max_chars``.
+    """
+    if len(text.strip()) <= max_chars:
         return [text]
+    if level == len(_SPLITTERS):
+        return _hard_cuts(text, max_chars)
     chunks: list[str] = []
     current = ""
     for unit in _SPLITTERS[level](text):
-        if current and len((current + unit).strip()) > max_chars:
+        # the raw length bounds the stripped one, so the strip (a copy) runs only near the limit
+        if current and len(current) + len(unit) > max_chars and len((current + unit).strip()) > max_chars:
             chunks.append(current)
             current = ""
         current += unit
@@ -267,7 +277,49 @@ def _fit(text: str, max_chars: int, level: int) -> list[str]:
     return [part for chunk in chunks for part in _fit(chunk, max_chars, level + 1)]
 
 
-def _glued(left: str, right: str) -> bool:
+def _hard_cuts(text: str, max_chars: int) -> list[str]:
+    """Cut a text with no boundary left into pieces of at most ``max_chars`` characters.
+
+    Leading and trailing whitespace stay on the first and last piece. A cut is moved back (at
+    most ``_CLUSTER_BACKOFF`` characters) so that it does not part a letter from its combining
+    marks, or split an emoji sequence; the pieces join back with nothing between them.
+    """
+    max_chars = max(1, max_chars)
+    core_start = len(text) - len(text.lstrip())
+    core_end = len(text.rstrip())
+    pieces: list[str] = []
+    start = core_start
+    while core_end - start > max_chars:
+        cut = start + max_chars
+        earliest = max(start + 1, cut - _CLUSTER_BACKOFF)
+        while cut > earliest and not _can_cut(text, cut):
+            cut -= 1
+        if not _can_cut(text, cut):
+            cut = start + max_chars  # one cluster longer than the window: cut it anyway
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:core_end])
+    pieces[0] = text[:core_start] + pieces[0]
+    pieces[-1] += text[core_end:]
+    return pieces
+
+
+def _can_cut(text: str, at: int) -> bool:
+    """Whether a cut between ``text[at - 1]`` and ``text[at]`` keeps every character with its marks."""
+    before, after = text[at - 1], text[at]
+    if before == "\u200d" or unicodedata.category(after) in ("Mn", "Mc", "Me"):
+        return False  # after a zero-width joiner, or before a combining mark
+    code = ord(after)
+    return not (
+        code == 0x200D  # zero-width joiner
+        or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF  # variation selectors
+        or 0x1F3FB <= code <= 0x1F3FF  # skin-tone modifiers
+        or 0xE0020 <= code <= 0xE007F  # tag characters (subdivision flags)
+        or (0x1F1E6 <= code <= 0x1F1FF and 0x1F1E6 <= ord(before) <= 0x1F1FF)  # a flag's two halves
+    )
+
+
+def glued(left: str, right: str) -> bool:
     """Whether ``left + right`` would run two Latin-script words/sentences together."""
     if not left or not right:
         return False

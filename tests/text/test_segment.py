@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import unicodedata
 
 import pytest
 
@@ -21,8 +22,7 @@ def assert_invariants(text: str, lang: str, max_chars: int = 400) -> list[Piece]
         assert piece.text, "no empty pieces"
         if piece.translate:
             assert piece.text == piece.text.strip(), f"edge whitespace in {piece.text!r}"
-            unbreakable = not any(ch.isspace() or is_cjk(ch) for ch in piece.text)
-            assert len(piece.text) <= max_chars or unbreakable, piece.text
+            assert len(piece.text) <= max_chars, piece.text  # the engine's context holds every segment
         else:
             assert piece.text.isspace(), f"separator with content: {piece.text!r}"
     for left, right in zip(pieces, pieces[1:]):
@@ -229,11 +229,38 @@ def test_cjk_hard_split_keeps_latin_words_whole() -> None:
     assert "".join(parts) == text
 
 
-def test_unbreakable_token_may_exceed_max_chars() -> None:
+def test_a_token_longer_than_max_chars_is_cut_to_fit() -> None:
     url = "https://example.com/" + "x" * 80
     parts = sentences(f"See {url} now.", "en", max_chars=30)
-    assert parts == ["See", url, "now."]
+    assert parts == ["See", url[:30], url[30:60], url[60:90], url[90:], "now."]
     assert_invariants(f"See {url} now.", "en", max_chars=30)
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("a" * 1_000_000, "en"),                      # one "word" of a million characters
+    ("字" * 100_000, "zh"),                        # CJK with no punctuation
+    ("!" * 100_000 + "a" * 100_000, "en"),        # long runs of a single character
+    ("x" * 5000 + "，" + "y" * 5000, "zh"),        # clause marks, then words still too long
+    ("  " + "b" * 1000 + "  ", "en"),              # the whitespace around it stays a separator
+])
+def test_a_huge_word_is_cut_into_segments_that_fit(text: str, lang: str) -> None:
+    pieces = assert_invariants(text, lang, max_chars=400)
+    segments = [piece.text for piece in pieces if piece.translate]
+    assert len(segments) >= len(text.strip()) // 400
+    assert join_pieces(pieces, segments) == text  # the cut pieces join back with nothing added
+
+
+def test_a_hard_cut_keeps_letters_with_their_marks_and_emoji_whole() -> None:
+    accented = "e\u0301" * 300  # e + combining acute: a cut must not land between them
+    family = "👨\u200d👩\u200d👧" * 100  # zero-width-joiner sequences
+    thumbs = "👍🏽" * 300  # emoji + skin-tone modifier
+    for text in (accented, family, thumbs):
+        segments = sentences(text, "en", max_chars=50)
+        assert "".join(segments) == text
+        for segment in segments:
+            assert len(segment) <= 50
+            assert not unicodedata.combining(segment[0]), segment[:3]
+            assert segment[0] not in "\u200d\U0001f3fd" and segment[-1] != "\u200d"
 
 
 def test_comma_inside_number_is_not_a_clause_boundary() -> None:

@@ -112,6 +112,19 @@
     try { return localStorage.getItem(API_KEY_STORAGE) || ''; } catch (_) { return ''; }
   }
 
+  // With keys required, every job route needs the key: a header where fetch can send one (the
+  // server checks it before reading an upload), ?api_key= for EventSource and the download link.
+  function keyHeaders(headers = {}) {
+    const key = apiKey();
+    return key ? { ...headers, Authorization: `Bearer ${key}` } : headers;
+  }
+
+  function withKey(url) {
+    const key = apiKey();
+    if (!key || !url) return url;
+    return `${url}${url.includes('?') ? '&' : '?'}api_key=${encodeURIComponent(key)}`;
+  }
+
   function option(value, text) {
     const o = document.createElement('option');
     o.value = value;
@@ -166,7 +179,7 @@
     } else if (job.status === 'done') {
       const secs = (performance.now() - state.started) / 1000;
       setStatus(`Done: ${numberFormat.format(total)} segments in ${secs < 10 ? secs.toFixed(1) : Math.round(secs)} s`, 'done');
-      els.download.href = job.translatedFileUrl;
+      els.download.href = withKey(job.translatedFileUrl);
       els.download.download = job.resultFilename || '';
       els.download.textContent = `Download ${job.resultFilename || 'translation'}`;
       els.download.hidden = false;
@@ -197,7 +210,7 @@
 
   async function poll(id) {
     try {
-      const res = await fetch(`/jobs/${encodeURIComponent(id)}`, { headers: { Accept: 'application/json' } });
+      const res = await fetch(`/jobs/${encodeURIComponent(id)}`, { headers: keyHeaders({ Accept: 'application/json' }) });
       if (!res.ok) throw new Error(await errorMessage(res));
       render(await res.json());
     } catch (err) {
@@ -211,7 +224,7 @@
 
   function watch(job) {
     if (typeof EventSource === 'undefined') { poll(job.id); return; }
-    const source = new EventSource(`/jobs/${encodeURIComponent(job.id)}/events`);
+    const source = new EventSource(withKey(`/jobs/${encodeURIComponent(job.id)}/events`));
     state.events = source;
     const onEvent = (e) => {
       try { render(JSON.parse(e.data)); } catch (_) { /* ignore a bad event */ }
@@ -248,10 +261,8 @@
     form.append('file', file, file.name);
     form.append('source', els.sourceLang.value || 'auto');
     form.append('target', els.targetLang.value || 'en');
-    const key = apiKey();
-    if (key) form.append('api_key', key);
     try {
-      const res = await fetch('/jobs', { method: 'POST', body: form, headers: { Accept: 'application/json' } });
+      const res = await fetch('/jobs', { method: 'POST', body: form, headers: keyHeaders({ Accept: 'application/json' }) });
       if (!res.ok) throw new Error(await errorMessage(res));
       const job = await res.json();
       state.job = job;
@@ -270,7 +281,7 @@
     if (!job || !job.id) return;
     els.cancel.disabled = true;
     try {
-      const res = await fetch(`/jobs/${encodeURIComponent(job.id)}`, { method: 'DELETE' });
+      const res = await fetch(`/jobs/${encodeURIComponent(job.id)}`, { method: 'DELETE', headers: keyHeaders() });
       if (!res.ok) throw new Error(await errorMessage(res));
       render(await res.json());
     } catch (err) {

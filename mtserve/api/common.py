@@ -1,0 +1,405 @@
+"""The request path the three API families share: read a request's fields within bounds, check its key.
+
+LibreTranslate (``/translate``...), DeepL (``/v2``) and OpenAI (``/v1``) routes each shape their own
+answers, but every field they read comes through here first, so hostile input meets one set of bounds
+and gets a 400 that says what is wrong instead of an exception that becomes a 500:
+
+- JSON (``decode_json``): parsed by pydantic-core's Rust parser, which refuses an integer of more
+  than 4,300 digits, invalid UTF-8 and lone surrogates, and never recurses on the Python stack;
+  nesting deeper than ``json_max_depth`` is refused too. JSON carried in a text field (a form's
+  ``glossary``) goes through the same function.
+- Form data (``read_form``): starlette's parser with bounded field counts and sizes, read in one
+  pass; a document upload (``read_upload``) is read as a stream, so its size limit and its key are
+  checked as the bytes arrive, not after the whole body is in memory.
+- Loosely typed fields (``text_field``, ``int_field``...): DeepL and OpenAI bodies are read as
+  plain dicts, and a field of the wrong JSON type is refused by name.
+- Keys (``admit``, ``authorize``): from the body's ``api_key``, an ``Authorization`` header, or an
+  ``api_key`` query parameter (LibreTranslate reads ``request.values``, and an EventSource or a
+  download link cannot send headers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pydantic_core
+from fastapi import Request
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from mtserve.api.errors import ApiError
+from mtserve.service.access import AccessDenied
+from mtserve.service.runtime import Runtime
+from mtserve.settings import Settings
+
+JSON_DEPTH_DEFAULT: int = Settings.model_fields["json_max_depth"].default  # where no settings are at hand
+FORM_MAX_FIELDS = 64  # a LibreTranslate or DeepL form has a handful; a list of texts may repeat one
+UPLOAD_MAX_FIELDS = 16  # file, source, target, api_key, glossary, glossary_id, format...
+UPLOAD_MAX_FIELD_BYTES = 64 * 1024  # one form field of an upload (a glossary as JSON text is the big one)
+KEY_BEFORE_UPLOAD = (
+    "an API key is required before a document of this size is read: send it in an Authorization: "
+    "Bearer header, as ?api_key= in the URL, or as the api_key form field before the file field"
+)
+
+
+# --- JSON ------------------------------------------------------------------------------------------
+class BadJson(ValueError):
+    """JSON that cannot be read within the bounds; the message says why, for a 400."""
+
+
+def decode_json(raw: bytes | str, max_depth: int = JSON_DEPTH_DEFAULT, what: str = "the body") -> Any:
+    """Parse JSON text within bounds, or raise BadJson naming the bound that was crossed.
+
+    pydantic-core (jiter) parses iteratively with its own depth cap of 200, refuses integers past
+    Python's 4,300-digit conversion limit, and refuses NaN/Infinity, invalid UTF-8 and lone
+    surrogates, all as a ValueError. The depth bound is then checked on the result; only a text
+    with more opening brackets than the bound can cross it, so most bodies skip that walk.
+    """
+    try:
+        value = pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError as exc:
+        reason = str(exc)
+        if reason.startswith("recursion limit exceeded"):
+            raise BadJson(_too_deep(what, max_depth)) from None
+        if reason.startswith("number out of range"):
+            raise BadJson(f"{what} holds a number too long to read ({reason})") from None
+        raise BadJson(f"{what} is not valid JSON (UTF-8): {reason}") from None
+    opening = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
+    if opening > max_depth and _nested_deeper_than(value, max_depth):
+        raise BadJson(_too_deep(what, max_depth))
+    return value
+
+
+def _too_deep(what: str, max_depth: int) -> str:
+    return (f"{what} is JSON nested too deeply: more than {max_depth} levels of arrays and objects "
+            "(MTSERVE_JSON_MAX_DEPTH)")
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels (the outermost is level 1); no recursion."""
+    if not isinstance(value, (dict, list)):
+        return False
+    stack: list[tuple[dict | list, int]] = [(value, 1)]
+    while stack:
+        container, depth = stack.pop()
+        for child in container.values() if isinstance(container, dict) else container:
+            if isinstance(child, (dict, list)):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def json_max_depth(request: Request) -> int:
+    settings: Settings = request.app.state.settings
+    return settings.json_max_depth
+
+
+async def read_json(request: Request) -> Any:
+    """The body as JSON, within the depth bound; a 400 that says what is wrong otherwise."""
+    try:
+        return decode_json(await request.body(), json_max_depth(request))
+    except BadJson as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+# --- form data and query strings -------------------------------------------------------------------
+async def read_form(request: Request) -> dict[str, Any]:
+    """URL-encoded or multipart form fields; a repeated field (``text=a&text=b``) becomes a list.
+
+    Bounded by starlette's parser (``FORM_MAX_FIELDS`` fields, 1 MiB a field) and read in one pass;
+    a file part here is refused, since document uploads have their own routes.
+    """
+    try:
+        form = await request.form(max_files=0, max_fields=FORM_MAX_FIELDS)
+    except StarletteHTTPException as exc:  # starlette's MultiPartException: too many fields, a file...
+        raise ApiError(400, f"could not read the form: {exc.detail}; documents go to /translate_file") \
+            from None
+    fields: dict[str, Any] = {}
+    for key, value in form.multi_items():
+        if key in fields:
+            previous = fields[key]
+            fields[key] = (previous if isinstance(previous, list) else [previous]) + [value]
+        else:
+            fields[key] = value
+    return fields
+
+
+def is_json(request: Request) -> bool:
+    return "application/json" in request.headers.get("content-type", "")
+
+
+def is_form(request: Request) -> bool:
+    return "form" in request.headers.get("content-type", "")
+
+
+async def read_fields(request: Request, *, merge_query: bool = False) -> dict[str, Any]:
+    """A request's fields as a dict: a JSON object, form data, or the query string.
+
+    LibreTranslate routes (``merge_query=False``) take the query string only when there is no
+    body; DeepL routes (``merge_query=True``) take query parameters under any form fields.
+    """
+    if is_json(request):
+        data = await read_json(request)
+        if not isinstance(data, dict):
+            raise ApiError(400, f"the JSON body must be an object, not {json_type(data)}, "
+                                'e.g. {"q": "...", "target": "en"}')
+        return data
+    fields: dict[str, Any] = dict(request.query_params) if merge_query else {}
+    if is_form(request):
+        fields.update(await read_form(request))
+        return fields
+    if merge_query:
+        return fields
+    if not request.headers.get("content-type") and request.query_params:
+        return dict(request.query_params)
+    raise ApiError(400, "send the fields as JSON (Content-Type: application/json) or as form data")
+
+
+def validation_context(request: Request) -> dict[str, Any]:
+    """What request models' validators need to know of the settings (the JSON depth of a glossary field)."""
+    return {"json_max_depth": json_max_depth(request)}
+
+
+# --- typed access to loosely typed fields ----------------------------------------------------------
+def json_type(value: Any) -> str:
+    """How a value reads in JSON terms, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "a number"
+    if isinstance(value, float):
+        return "a non-integer number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A value quoted for an error message, cut short: hostile input is not echoed back whole."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _wrong_type(name: str, wanted: str, value: Any) -> ApiError:
+    return ApiError(400, f"'{name}' must be {wanted}, not {json_type(value)}")
+
+
+def text_field(fields: dict[str, Any], name: str, default: str | None = None, *,
+               label: str = "") -> str | None:
+    """A string field; absent or null gives ``default``, any other type is a 400 naming ``label`` or it."""
+    value = fields.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise _wrong_type(label or name, "a string", value)
+    return value
+
+
+def int_field(fields: dict[str, Any], name: str, default: int) -> int:
+    """An integer: a JSON integer, or its decimal text in form data; absent or null gives ``default``."""
+    value = fields.get(name)
+    if value is None:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and len(value) <= 18 and value.strip().lstrip("+-").isdecimal():
+        return int(value)
+    raise _wrong_type(name, "an integer", value)
+
+
+def flag_field(fields: dict[str, Any], name: str, default: bool = False) -> bool:
+    """A JSON boolean field; absent or null gives ``default``."""
+    value = fields.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _wrong_type(name, "true or false", value)
+    return value
+
+
+def object_field(fields: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A JSON object field; absent or null gives None."""
+    value = fields.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _wrong_type(name, "an object", value)
+    return value
+
+
+# --- keys ------------------------------------------------------------------------------------------
+def runtime_of(request: Request) -> Runtime:
+    return request.app.state.runtime
+
+
+def bearer_token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() not in ("bearer", "deepl-auth-key"):
+        return None
+    return token.strip() or None
+
+
+def request_key(request: Request) -> str | None:
+    """A key sent outside the body: an Authorization header, or ``?api_key=`` in the URL."""
+    return bearer_token(request) or request.query_params.get("api_key") or None
+
+
+def _ip(request: Request) -> str:
+    return request.client.host if request.client else "-"
+
+
+def admit(request: Request, body_key: str | None = None) -> None:
+    """Check the API key and count the request against its rate limit (a no-op unless api_keys is on).
+
+    The key comes from the body's ``api_key`` (LibreTranslate clients), an ``Authorization:
+    Bearer`` (or DeepL's ``DeepL-Auth-Key``) header, or ``?api_key=``. Only the key's public id
+    reaches the log.
+    """
+    caller = runtime_of(request).access.admit(body_key or request_key(request), _ip(request))
+    request.state.caller = caller.label
+    request.state.key_id = caller.key_id  # whose stored glossaries, memory and quota the request uses
+
+
+def key_id_of(request: Request) -> str | None:
+    """The id of the API key that admit() or authorize() accepted for this request; None without one."""
+    return getattr(request.state, "key_id", None)
+
+
+def authorize(request: Request, *, required: bool = False) -> None:
+    """Check the key of a route that reads back work (a job, a download, the model list, metrics).
+
+    Unlike ``admit``, it does not count against a rate limit: polling a job must not use up the
+    requests its caller paid for. ``required`` asks for a key even where anonymous use is allowed.
+    """
+    access = runtime_of(request).access
+    secret = request_key(request)
+    if required and not access.enabled:
+        raise AccessDenied("this route needs an API key, and API keys are off on this server "
+                           "(MTSERVE_API_KEYS)")
+    if required and not secret:
+        raise AccessDenied("an API key is required: send it in an Authorization: Bearer header")
+    caller = access.check(secret, _ip(request))
+    request.state.caller = caller.label
+    request.state.key_id = caller.key_id
+
+
+# --- document uploads ------------------------------------------------------------------------------
+class UploadGate(Protocol):
+    """What ``read_upload`` tells as the body streams in, so the key is checked before the bulk of it."""
+
+    def on_field(self, name: str, value: str) -> None: ...
+
+    def on_bytes(self, seen: int) -> None: ...
+
+
+@dataclass
+class Upload:
+    fields: dict[str, str] = field(default_factory=dict)
+    filename: str | None = None
+    content: bytes | None = None  # None: the form had no file part
+
+
+async def read_upload(request: Request, *, max_file_bytes: int, limit_message: str,
+                      gate: UploadGate | None = None) -> Upload:
+    """A multipart upload of one file and a few fields, parsed as it streams in.
+
+    The file may be ``max_file_bytes`` long (a 413 with ``limit_message`` the moment it is
+    passed); other fields are at most ``UPLOAD_MAX_FIELD_BYTES`` each, ``UPLOAD_MAX_FIELDS`` in all.
+    ``gate`` sees each field when it completes and the bytes read so far after each chunk, and
+    may stop the upload (an AccessDenied) before the rest of the body is read.
+    """
+    content_type, params = parse_options_header(request.headers.get("content-type"))
+    boundary = params.get(b"boundary")
+    if content_type != b"multipart/form-data" or not boundary:
+        raise ApiError(400, "send the document as multipart/form-data with fields file, source and target")
+    upload = Upload()
+    part: dict[str, Any] = {}
+    header_name, header_value = bytearray(), bytearray()
+    file_data = bytearray()
+
+    def bad(message: str) -> ApiError:
+        return ApiError(400, f"could not read the multipart form: {message}")
+
+    def on_part_begin() -> None:
+        part.clear()
+        part.update(headers={}, data=bytearray(), file=False)
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header_name.extend(data[start:end])
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header_value.extend(data[start:end])
+
+    def on_header_end() -> None:
+        part["headers"][bytes(header_name).lower()] = bytes(header_value)
+        header_name.clear()
+        header_value.clear()
+
+    def on_headers_finished() -> None:
+        _, options = parse_options_header(part["headers"].get(b"content-disposition"))
+        if b"name" not in options:
+            raise bad('a part has no Content-Disposition name')
+        part["name"] = _utf8(options[b"name"], "a field name")
+        if b"filename" in options:
+            if upload.content is not None:
+                raise bad("send one document per upload")
+            if part["name"] != "file":
+                raise bad(f"the document is in field {shown(part['name'])}; send it in a field named 'file'")
+            part["file"] = True
+            upload.filename = _utf8(options[b"filename"], "the file name")
+            upload.content = b""
+        elif len(upload.fields) >= UPLOAD_MAX_FIELDS:
+            raise bad(f"more than {UPLOAD_MAX_FIELDS} fields")
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        if part.get("file"):
+            file_data.extend(data[start:end])
+            if len(file_data) > max_file_bytes:
+                raise ApiError(413, limit_message)
+        else:
+            part["data"].extend(data[start:end])
+            if len(part["data"]) > UPLOAD_MAX_FIELD_BYTES:
+                raise bad(f"field {part['name']!r} is over {UPLOAD_MAX_FIELD_BYTES:,} bytes")
+
+    def on_part_end() -> None:
+        if part.get("file"):
+            return
+        name, value = part["name"], _utf8(bytes(part["data"]), f"field {part['name']!r}")
+        upload.fields[name] = value
+        if gate is not None:
+            gate.on_field(name, value)
+
+    callbacks = {"on_part_begin": on_part_begin, "on_header_field": on_header_field,
+                 "on_header_value": on_header_value, "on_header_end": on_header_end,
+                 "on_headers_finished": on_headers_finished, "on_part_data": on_part_data,
+                 "on_part_end": on_part_end}
+    try:
+        parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+        seen = 0
+        async for chunk in request.stream():
+            seen += len(chunk)
+            if gate is not None:
+                gate.on_bytes(seen)
+            parser.write(chunk)
+        parser.finalize()
+    except FormParserError as exc:
+        raise bad(str(exc) or type(exc).__name__) from None
+    if upload.content is not None:
+        upload.content = bytes(file_data)
+    return upload
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(400, f"could not read the multipart form: {what} is not UTF-8 text") from None

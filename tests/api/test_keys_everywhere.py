@@ -1,0 +1,154 @@
+"""With require_api_key on, every route that does or reveals work needs the key, and an upload's key
+is checked before its body is read (issue 14, defect 10)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import httpx
+import pytest
+
+from mtserve.service.access import KeyStore
+from tests.api.test_api_behaviour import serve
+from tests.fakes import FakeEngine
+from tests.hostile.bodies import BOUNDARY, MULTIPART, multipart
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    """A server with keys required, and a key limited to 5 requests a minute."""
+    home = tmp_path_factory.mktemp("home")
+    secret, _ = KeyStore(home / "keys.sqlite3").add(name="test", rpm=5)
+    with serve(FakeEngine(), home=home, api_keys=True, require_api_key=True) as url:
+        yield url, secret
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+@pytest.mark.parametrize("method, path", [
+    ("GET", "/jobs/{job}"), ("GET", "/jobs/{job}/events"), ("DELETE", "/jobs/{job}"),
+    ("GET", "/download_file/{job}.txt"), ("GET", "/v1/models"),
+])
+def test_routes_that_reveal_work_need_the_key(keyed, method: str, path: str) -> None:
+    url, _ = keyed
+    r = httpx.request(method, url + path.format(job="0" * 32), timeout=10)
+    assert r.status_code == 403, r.text
+    assert "API key" in r.text
+
+
+def test_a_document_round_trip_with_the_key_in_a_header_and_in_the_url(keyed) -> None:
+    url, secret = keyed
+    created = httpx.post(f"{url}/jobs", files={"file": ("a.txt", "你好。".encode())},
+                         data={"source": "zh", "target": "en"}, headers=bearer(secret), timeout=30)
+    assert created.status_code == 202, created.text
+    job = created.json()
+    deadline = time.monotonic() + 10
+    while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
+        job = httpx.get(f"{url}/jobs/{job['id']}", headers=bearer(secret)).json()  # polls: not rate limited
+        time.sleep(0.05)
+    assert job["status"] == "done", job
+    polls = [httpx.get(f"{url}/jobs/{job['id']}", headers=bearer(secret)).status_code for _ in range(8)]
+    assert polls == [200] * 8  # more than the key's 5 a minute: reading back work is not rate limited
+    download = job["translatedFileUrl"]
+    assert httpx.get(download).status_code == 403
+    got = httpx.get(download, params={"api_key": secret})
+    assert got.status_code == 200 and got.text.startswith("<en>")
+    assert httpx.get(f"{url}/jobs/{job['id']}").status_code == 403
+    assert httpx.get(f"{url}/jobs/{job['id']}?api_key=mts_wrong").status_code == 403
+    models = httpx.get(f"{url}/v1/models", headers=bearer(secret))
+    assert models.status_code == 200 and models.json()["object"] == "list"
+
+
+def test_metrics_can_be_protected_and_are_open_by_default(tmp_path) -> None:
+    secret, _ = KeyStore(tmp_path / "keys.sqlite3").add(name="prometheus")
+    with serve(FakeEngine(), home=tmp_path, api_keys=True) as url:
+        open_metrics = httpx.get(f"{url}/metrics")
+    with serve(FakeEngine(), home=tmp_path, api_keys=True, metrics_require_key=True) as url:
+        refused = httpx.get(f"{url}/metrics")
+        scraped = httpx.get(f"{url}/metrics", headers=bearer(secret))
+    with serve(FakeEngine(), home=tmp_path, metrics_require_key=True) as url:
+        no_keys = httpx.get(f"{url}/metrics")
+    assert open_metrics.status_code == 200
+    assert refused.status_code == 403 and "API key" in refused.json()["error"]
+    assert scraped.status_code == 200 and "mtserve_requests_total" in scraped.text
+    assert no_keys.status_code == 403 and "MTSERVE_API_KEYS" in no_keys.json()["error"]
+
+
+# --- the key before the body ---------------------------------------------------------------------
+def raw_request(url: str, head: str, body_start: bytes, timeout_s: float = 5.0) -> bytes:
+    """Send the head and only the start of the body, then read the server's answer, head and body.
+
+    A server that waits for the whole body before checking the key answers nothing in time.
+    """
+    host, port = url.removeprefix("http://").split(":")
+    answer = b""
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        sock.sendall(head.encode() + body_start)
+        try:
+            while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _length(answer):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+        except TimeoutError:
+            pass
+    return answer
+
+
+def _length(answer: bytes) -> int:
+    for line in answer.partition(b"\r\n\r\n")[0].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
+def upload_head(path: str, length: int, extra: str = "") -> str:
+    return (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {MULTIPART}\r\n"
+            f"Content-Length: {length}\r\n{extra}\r\n")
+
+
+def test_a_wrong_header_key_is_refused_before_the_upload_is_read(keyed) -> None:
+    url, _ = keyed
+    head = upload_head("/translate_file", 15_000_000, "Authorization: Bearer mts_wrong\r\n")
+    answer = raw_request(url, head, b"")
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert b"invalid API key" in answer
+
+
+def test_an_upload_with_no_key_is_refused_once_more_than_a_plain_body_was_read(keyed) -> None:
+    url, _ = keyed
+    start = multipart([("target", None, b"en"), ("file", "big.txt", b"x" * 1_500_000)])[:1_400_000]
+    answer = raw_request(url, upload_head("/jobs", 15_000_000), start)
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert b"as the api_key form field before the file field" in answer
+
+
+def test_a_wrong_key_field_before_the_file_is_refused_before_the_file_is_read(keyed) -> None:
+    url, _ = keyed
+    start = multipart([("api_key", None, b"mts_wrong"), ("file", "big.txt", b"x" * 100_000)])[:50_000]
+    answer = raw_request(url, upload_head("/translate_file", 15_000_000), start)
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert b"invalid API key" in answer
+
+
+def test_libretranslate_clients_that_send_the_key_after_a_small_file_still_work(keyed) -> None:
+    url, secret = keyed
+    body = multipart([("file", "a.txt", "你好。".encode()), ("source", None, b"zh"), ("target", None, b"en"),
+                      ("api_key", None, secret.encode())])
+    r = httpx.post(f"{url}/translate_file", content=body, headers={"content-type": MULTIPART}, timeout=30)
+    assert r.status_code == 200, r.text
+    assert BOUNDARY not in r.text
+
+
+def test_a_big_upload_with_its_key_field_first_is_read(keyed) -> None:
+    url, secret = keyed
+    text = b"line\n" * 400_000  # 2 MB: past the unauthenticated allowance, so the key must lead
+    body = multipart([("api_key", None, secret.encode()), ("source", None, b"en"), ("target", None, b"de"),
+                      ("file", "big.txt", text)])
+    r = httpx.post(f"{url}/jobs", content=body, headers={"content-type": MULTIPART}, timeout=30)
+    assert r.status_code == 413, r.text  # read whole and parsed: refused for its segment count, not its key
+    assert "MTSERVE_FILES_MAX_SEGMENTS" in r.json()["error"]

@@ -1,0 +1,148 @@
+"""The one reader of request fields (mtserve/api/common.py): JSON within bounds, and fields of the
+wrong type refused by name, on every API family (issue 14, defect 7: the API-body 500s)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+from mtserve.api.common import BadJson, decode_json
+from tests.api.test_api_behaviour import serve
+from tests.fakes import FakeEngine
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    """One server for the module, with its own home (glossaries, documents)."""
+    with serve(FakeEngine(), home=tmp_path_factory.mktemp("home")) as base:
+        yield base
+
+
+def test_decode_json_bounds_depth_digits_and_encoding() -> None:
+    assert decode_json(b'{"q": ["a", {"b": [1]}]}', max_depth=4) == {"q": ["a", {"b": [1]}]}
+    for text, reason in [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, "nested too deeply"),
+        ('{"q": [[["deep"]]]}', "more than 3 levels"),
+        ('{"n": ' + "1" * 5000 + "}", "number too long"),
+        (b'{"q": "\xff"}', "not valid JSON \\(UTF-8\\)"),
+        ('"\\ud800"', "not valid JSON"),
+        ('{"t": NaN}', "not valid JSON"),
+        ('{"a": 1} trailing', "not valid JSON"),
+    ]:
+        with pytest.raises(BadJson, match=reason):
+            decode_json(text if isinstance(text, bytes) else text.encode(), max_depth=3)
+
+
+def test_the_depth_walk_only_runs_when_brackets_could_cross_the_bound() -> None:
+    wide = json.dumps({"q": ["x"] * 200_000})  # 1.2 MB, two levels: a bracket count skips the walk
+    started = time.perf_counter()
+    assert len(decode_json(wide, max_depth=32)["q"]) == 200_000
+    print(f"1.2 MB wide body: {(time.perf_counter() - started) * 1000:.0f} ms")
+    assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/translate", {"q": "hi", "source": "en", "target": "de"}),
+    ("/detect", {"q": "hi"}),
+    ("/v2/translate", {"text": ["hi"], "target_lang": "DE"}),
+    ("/v1/chat/completions", {"model": "mtserve-en-de", "messages": [{"role": "user", "content": "hi"}]}),
+])
+def test_the_depth_bound_is_a_setting_on_every_json_route(path: str, body: dict) -> None:
+    with serve(FakeEngine(), json_max_depth=3) as url:
+        fits = httpx.post(url + path, json=body)
+        deeper = httpx.post(url + path, json={**body, "extra": [[["x"]]]})
+    assert fits.status_code == 200, fits.text
+    assert deeper.status_code == 400 and "MTSERVE_JSON_MAX_DEPTH" in deeper.text
+
+
+def test_json_bodies_that_once_were_500s_are_400s_on_every_route(url: str) -> None:
+    routes = ["/translate", "/detect", "/translate/stream", "/v2/translate", "/v2/glossaries",
+              "/v1/chat/completions"]
+    for path in routes:
+        for body, reason in [(b'{"q": ' + b"1" * 5000 + b', "target": "en"}', "number too long"),
+                             (b'{"q": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply")]:
+            r = httpx.post(url + path, content=body, headers={"content-type": "application/json"})
+            assert r.status_code == 400, (path, r.text)
+            assert reason in r.text, (path, r.text)
+
+
+def test_a_glossary_field_nested_deep_is_a_400_in_forms_queries_and_uploads(url: str) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    form = httpx.post(f"{url}/translate", data={"q": "hi", "target": "en", "glossary": deep})
+    query = httpx.get(f"{url}/translate/stream",
+                      params={"q": "hi", "target": "en", "glossary": deep[3000:7000]})
+    upload = httpx.post(f"{url}/translate_file", files={"file": ("a.txt", b"hi")},
+                        data={"target": "en", "glossary": deep})
+    for r in (form, query, upload):
+        assert r.status_code == 400, r.text
+        assert "glossary" in r.json()["error"] and "nested too deeply" in r.json()["error"]
+
+
+def test_deepl_glossary_entries_over_csv_limits_or_nested_are_400s(url: str) -> None:
+    base = {"name": "g", "source_lang": "EN", "target_lang": "DE"}
+    tsv = httpx.post(f"{url}/v2/glossaries", data={**base, "entries": "a\t" + "b" * 140_000})
+    csv_quote = httpx.post(f"{url}/v2/glossaries",
+                           data={**base, "entries_format": "csv", "entries": 'a,"' + "b" * 140_000})
+    nested = httpx.post(f"{url}/v2/glossaries",
+                        data={**base, "entries_format": "json", "entries": "[" * 100_000 + "]" * 100_000})
+    listed = httpx.post(f"{url}/v2/glossaries", json={**base, "entries": ["a", "b"]})
+    assert tsv.status_code == 400 and "field larger than field limit" in tsv.json()["message"]
+    assert csv_quote.status_code == 400 and "at most 200 characters" in csv_quote.json()["message"]
+    assert nested.status_code == 400 and "flat JSON object" in nested.json()["message"]
+    assert listed.status_code == 400 and "'entries' must be a string" in listed.json()["message"]
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"n": "abc"}, "'n' must be an integer, not a string"),
+    ({"n": 1.5}, "'n' must be an integer"),
+    ({"source_lang": 5}, "'source_lang' must be a string, not a number"),
+    ({"target_lang": ["en"]}, "'target_lang' must be a string"),
+    ({"model": ["x"]}, "'model' must be a string"),
+    ({"stream": True, "stream_options": "yes"}, "'stream_options' must be an object"),
+    ({"stream": "yes"}, "'stream' must be true or false"),
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+     "messages[0].content[0].text must be a string, not a number"),
+    ({"messages": [{"role": "user", "content": ["hi"]}]}, "messages[0].content[0] must be an object"),
+    ({"messages": [{"role": "user", "content": 7}]}, "messages[0].content must be a string or a list"),
+    ({"messages": [{"role": 1, "content": "hi"}]}, "'messages[0].role' must be a string"),
+])
+def test_openai_fields_of_the_wrong_type_are_400s_that_name_them(url: str, changes: dict,
+                                                                 fragment: str) -> None:
+    body = {"model": "mtserve-zh-en", "messages": [{"role": "user", "content": "你好"}], **changes}
+    r = httpx.post(f"{url}/v1/chat/completions", json=body)
+    assert r.status_code == 400, r.text
+    assert fragment in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"source_lang": 5}, "'source_lang' must be a string"),
+    ({"target_lang": 5}, "'target_lang' must be a string"),
+    ({"formality": ["more"]}, "'formality' must be a string"),
+    ({"tag_handling": {"x": 1}}, "'tag_handling' must be a string"),
+    ({"source_lang": "EN", "glossary_id": ["g"]}, "'glossary_id' must be a string"),
+])
+def test_deepl_fields_of_the_wrong_type_are_400s_that_name_them(url: str, changes: dict,
+                                                                fragment: str) -> None:
+    r = httpx.post(f"{url}/v2/translate", json={"text": ["hi"], "target_lang": "DE", **changes})
+    assert r.status_code == 400, r.text
+    assert fragment in r.json()["message"]
+
+
+def test_a_glossary_name_that_is_not_a_string_is_refused_not_stored(url: str) -> None:
+    r = httpx.post(f"{url}/v2/glossaries",
+                   json={"name": ["x"], "source_lang": "EN", "target_lang": "DE", "entries": "a\tb"})
+    listed = httpx.get(f"{url}/v2/glossaries").json()["glossaries"]
+    assert r.status_code == 400 and "'name' must be a string" in r.json()["message"]
+    assert all(g["name"] != "['x']" for g in listed)
+
+
+def test_form_fields_are_read_in_one_pass_and_repeats_become_lists(url: str) -> None:
+    repeated = httpx.post(f"{url}/v2/translate", data={"text": ["one", "two"], "target_lang": "DE"})
+    many = httpx.post(f"{url}/translate",
+                      data={**{f"f{i}": "x" for i in range(100)}, "q": "hi", "target": "de"})
+    assert repeated.status_code == 200 and len(repeated.json()["translations"]) == 2
+    assert many.status_code == 400 and "fields" in many.json()["error"]
