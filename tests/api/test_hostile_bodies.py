@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
 from tests.hostile.bodies import HostileRequest, error_message, hostile_requests
 

@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
 
 MAX_CHARS = 400  # segment_max_chars, the default

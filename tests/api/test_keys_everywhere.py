@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from mtserve.service.access import KeyStore
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
 from tests.hostile.bodies import BOUNDARY, MULTIPART, multipart
 

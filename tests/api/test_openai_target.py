@@ -13,7 +13,7 @@ import pytest
 
 from mtserve.api.errors import ApiError
 from mtserve.api.openai_compat import NAME_TO_CODE, resolve_languages
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
 
 # The pattern the target search used to be: the reference for what it finds (quadratic on long prompts).

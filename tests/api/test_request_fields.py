@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from mtserve.api.common import BadJson, decode_json
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
 
 

@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.fakes import FakeEngine
 
 STREAMS = {
