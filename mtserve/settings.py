@@ -171,6 +171,12 @@ class Settings(BaseSettings):
         "characters, decode under a grammar that excludes them: on every request (always), or only "
         "on the guardrails' retry (retry).",
     )
+    markup_grammar: Literal["always", "retry", "off"] = Field(
+        "retry",
+        description="llama.cpp: for a segment with inline tags or placeholders, decode under a grammar "
+        "that requires each of them once, properly nested: on every request (always), only on the "
+        "retry after a translation that lost or broke one (retry), or never (off).",
+    )
     detect_prior: str = Field(
         "en=3,zh=2",
         description="Weights for source=auto on short, ambiguous text (code=weight, ...).",

@@ -28,6 +28,9 @@ class TranslationRequest:
     # prompt template injects them in the family's own terminology format
     glossary: tuple[tuple[str, str], ...] = ()
     strict: bool = False  # the guardrails' retry: a stricter prompt (and decoding constraints)
+    # ``text`` holds numbered inline tags or placeholders (mtserve.text.markup) that must come
+    # back: the prompt teaches the convention, and a strict retry may require them by grammar
+    markup: bool = False
 
 
 @dataclass(frozen=True)

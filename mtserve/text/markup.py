@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mtserve.text.lexicon import WORDS
-from mtserve.text.segment import is_cjk
+from mtserve.text.segment import Piece, is_cjk
 
 # A tag of the view: <b1>, </b1>, <x2/>. Names are short letters, ids are numbers.
 TAG = re.compile(r"<(/?)([a-z]{1,5})(\d{1,3})(/?)>")
@@ -147,6 +147,30 @@ def structure(view: str) -> tuple[str, dict[int, Element]]:
     if stack:
         raise MarkupError(f"<{stack[-1].name}{stack[-1].id}> is never closed")
     return "".join(plain), elements
+
+
+def keep_tags_whole(pieces: list[Piece]) -> list[Piece]:
+    """Sentences joined where a tag crosses the end of one: no segment ever holds half a tag."""
+    out: list[Piece] = []
+    pending: list[Piece] = []  # an open sentence, and the separators after it
+    for piece in pieces:
+        if not pending:
+            if piece.translate and not balanced(piece.text):
+                pending = [piece]
+            else:
+                out.append(piece)
+            continue
+        pending.append(piece)
+        if piece.translate:
+            joined = "".join(p.text for p in pending)
+            if balanced(joined):
+                out.append(Piece(joined, True))
+                pending = []
+    if pending:  # never balanced: what is left goes as one segment, and the check will say why
+        last = max(i for i, p in enumerate(pending) if p.translate)
+        out.append(Piece("".join(p.text for p in pending[:last + 1]), True))
+        out += pending[last + 1:]
+    return out
 
 
 def balanced(view: str) -> bool:
