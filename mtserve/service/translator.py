@@ -212,6 +212,9 @@ class TranslationService:
                 return doc.render(rendered)
 
             return _Plan(segments, assemble, [""] + [" "] * (len(segments) - 1))
+        arguments = markup.icu_arguments(text)
+        if arguments:
+            return self._plan_icu(text, arguments, source, target, fmt)
         pieces = split_text(text, source, self.settings.segment_max_chars)
         if fmt == "markup":
             pieces = markup.keep_tags_whole(pieces)
@@ -225,6 +228,30 @@ class TranslationService:
             else:
                 gap += piece.text
         return _Plan(segments, lambda outputs: join_pieces(pieces, outputs), gaps)
+
+    def _plan_icu(self, text: str, arguments: list[markup.IcuArgument], source: str, target: str,
+                  fmt: str) -> _Plan:
+        """An ICU message: the sentence with ``{count}`` for each plural/select argument, and each
+        branch's text on its own (its ``#`` a placeholder); the skeleton is kept."""
+        simple = markup.simple_form(text, arguments)
+        plans = [self._plan(simple, source, target, fmt)]
+        for argument in arguments:
+            plans += [self._plan(markup.branch_text(branch), source, target, fmt)
+                      for _, branch in argument.branches]
+
+        def assemble(outputs: list[str]) -> str:
+            rendered, at = [], 0
+            for plan in plans:
+                rendered.append(plan.assemble(outputs[at:at + len(plan.segments)]))
+                at += len(plan.segments)
+            branches, k = [], 1
+            for argument in arguments:
+                branches.append([markup.branch_back(r) for r in rendered[k:k + len(argument.branches)]])
+                k += len(argument.branches)
+            return markup.rebuild_icu(rendered[0], arguments, branches)
+
+        return _Plan([seg for plan in plans for seg in plan.segments], assemble,
+                     [gap for plan in plans for gap in plan.gaps])
 
     def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None,
              fmt: str = "text") -> CacheKey:

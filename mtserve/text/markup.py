@@ -38,7 +38,7 @@ PLACEHOLDER = re.compile(
     r"|\{\{[^{}]*\}\}"  # {{ jinja }}, {{count}} (i18next, Handlebars, Angular)
     r"|\{%[^{}]*%\}"  # {% jinja statement %}
     r"|\$\{[^{}]*\}"  # ${name}: template literals
-    r"|\{\s*[\w.:\-\[\]!]*\s*(?:,\s*(?:number|date|time|spellout|ordinal|duration)[^{}]*)?\}"  # {0}, {name}
+    r"|\{\s*[\w.:\-\[\]!#]*\s*(?:,\s*(?:number|date|time|spellout|ordinal|duration)[^{}]*)?\}"  # {0}, {name}
     r"|\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR
     r"|&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});"  # HTML entities
     r"|(?:https?|ftp)://[^\s<>\"'{}]*[^\s<>\"'{}.,;:!?)\]。，！？）]"  # URLs
@@ -636,3 +636,90 @@ def _insert(text: str, elements: dict[int, Element], spans: dict[int, tuple[int,
         position = at
     out.append(text[position:])
     return "".join(out)
+
+
+# --- ICU MessageFormat ---------------------------------------------------------------------------
+_ICU_START = re.compile(r"\{\s*([\w.]+)\s*,\s*(plural|select|selectordinal)\s*,")
+_ICU_SELECTOR = re.compile(r"\s*(offset:\s*\d+\s+)?(=\d+|[\w-]+)\s*\{")
+ICU_COUNT = "{#}"  # how a branch's "#" travels: as a placeholder, so it must come back
+
+
+@dataclass
+class IcuArgument:
+    """``{count, plural, one {# file} other {# files}}``: the skeleton is kept, each branch's text
+    is translated, and the sentence around it sees the simple argument ``{count}``."""
+
+    start: int
+    end: int
+    name: str
+    kind: str
+    branches: list[tuple[str, str]]  # (what comes before the branch's text, the text)
+    closing: str  # what follows the last branch, up to and including the final "}"
+
+    def render(self, texts: list[str]) -> str:
+        return "".join(head + text for (head, _), text in zip(self.branches, texts)) + self.closing
+
+
+def icu_arguments(text: str) -> list[IcuArgument]:
+    """The complex arguments of an ICU message, outermost only; a malformed one is not one."""
+    found: list[IcuArgument] = []
+    position = 0
+    while (start := _ICU_START.search(text, position)) is not None:
+        argument = _parse_icu(text, start)
+        if argument is None:
+            position = start.end()
+            continue
+        found.append(argument)
+        position = argument.end
+    return found
+
+
+def _parse_icu(text: str, start: re.Match[str]) -> IcuArgument | None:
+    branches: list[tuple[str, str]] = []
+    position = start.end()
+    head_start = start.start()
+    while True:
+        selector = _ICU_SELECTOR.match(text, position)
+        if selector is None:
+            break
+        body_start = selector.end()
+        depth, k = 1, body_start
+        while k < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[k], 0)
+            k += 1
+        if depth:
+            return None
+        branches.append((text[head_start:body_start], text[body_start:k - 1]))
+        head_start, position = k - 1, k
+    closing = re.match(r"\s*\}", text[position:])
+    if not branches or closing is None:
+        return None
+    end = position + closing.end()
+    return IcuArgument(start.start(), end, start.group(1), start.group(2), branches, text[head_start:end])
+
+
+def simple_form(text: str, arguments: list[IcuArgument]) -> str:
+    """The message with each complex argument as its simple form ``{count}``."""
+    out, position = [], 0
+    for argument in arguments:
+        out += [text[position:argument.start], "{" + argument.name + "}"]
+        position = argument.end
+    return "".join(out) + text[position:]
+
+
+def branch_text(text: str) -> str:
+    return text.replace("#", ICU_COUNT)
+
+
+def branch_back(text: str) -> str:
+    return text.replace(ICU_COUNT, "#")
+
+
+def rebuild_icu(simple: str, arguments: list[IcuArgument], branches: list[list[str]]) -> str:
+    """The translated message: each ``{name}`` of ``simple`` back as its translated complex argument;
+    an argument whose ``{name}`` the translation lost goes at the end."""
+    for argument, texts in zip(arguments, branches):
+        rendered = argument.render(texts)
+        marker = "{" + argument.name + "}"
+        simple = simple.replace(marker, rendered, 1) if marker in simple else simple + rendered
+    return simple

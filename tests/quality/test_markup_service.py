@@ -207,3 +207,14 @@ def test_a_retry_that_pads_the_sentence_to_hang_a_tag_on_is_not_taken(tmp_path):
     _, [out], usage = run(engine, tmp_path, ["<p>他<i>昨天</i>去了<b>北京</b>。</p>"], fmt="html")
     assert out == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"
     assert usage.markup_retries == usage.markup_fallbacks == 1
+
+
+def test_an_icu_message_keeps_its_skeleton_and_has_its_branches_translated(tmp_path):
+    engine = ScriptedEngine(table({
+        "你有{count}。": "You have {count}.",
+        "{#} 条新消息": "{#} new message",
+        "{#} 条新消息!": "{#} new messages",
+    }))
+    source = "你有{count, plural, one {# 条新消息} other {# 条新消息!}}。"
+    _, [out], _ = run(engine, tmp_path, [source])
+    assert out == "You have {count, plural, one {# new message} other {# new messages}}."
