@@ -171,6 +171,12 @@ class Settings(BaseSettings):
         "characters, decode under a grammar that excludes them: on every request (always), or only "
         "on the guardrails' retry (retry).",
     )
+    markup_mode: Literal["context", "transfer"] = Field(
+        "context",
+        description="A sentence with inline tags, on an LLM: translated with its tags in the prompt "
+        "(context), or translated without them and the tags then put into that translation by a "
+        "second, grammar-constrained request (transfer). Measured in QUALITY.md.",
+    )
     markup_grammar: Literal["always", "retry", "off"] = Field(
         "retry",
         description="llama.cpp: for a segment with inline tags or placeholders, decode under a grammar "

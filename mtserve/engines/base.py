@@ -31,6 +31,9 @@ class TranslationRequest:
     # ``text`` holds numbered inline tags or placeholders (mtserve.text.markup) that must come
     # back: the prompt teaches the convention, and a strict retry may require them by grammar
     markup: bool = False
+    # The tag-free translation of ``text``, to put ``text``'s tags into (markup_mode "transfer"):
+    # the engine then returns this translation with the tags inserted, nothing else changed.
+    transfer: str | None = None
 
 
 @dataclass(frozen=True)

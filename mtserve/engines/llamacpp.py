@@ -37,6 +37,7 @@ from mtserve.engines.prompts import (
     markup_grammar,
     script_grammar,
     template_for,
+    transfer_grammar,
 )
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,8 @@ class LlamaCppEngine:
         return getattr(self._local, "timings", None)
 
     def build_request(self, request: TranslationRequest) -> dict[str, Any]:
+        if request.transfer is not None:
+            return self._transfer_request(request)
         max_tokens = request.max_tokens or default_max_tokens(request.text, self._max_output_tokens)
         body: dict[str, Any] = {
             "messages": self.template.messages(request.text, request.source, request.target,
@@ -200,6 +203,26 @@ class LlamaCppEngine:
             self._markup_grammar == "always" or (self._markup_grammar == "retry" and request.strict))
         if tags_required and (grammar := markup_grammar(request.text, IDEOGRAPHIC_RANGES if script else "")):
             body["grammar"] = grammar  # every tag and placeholder, once, nested (and the script rule)
+        return body
+
+    def _transfer_request(self, request: TranslationRequest) -> dict[str, Any]:
+        """The tags of ``request.text`` put into its translation ``request.transfer``, under a grammar
+        that allows nothing but that translation and the tags."""
+        assert request.transfer is not None
+        body: dict[str, Any] = {
+            "messages": self.template.transfer_messages(request.text, request.transfer, request.source,
+                                                        request.target),
+            "temperature": 0.0,
+            "top_k": 1,
+            "max_tokens": min(self._max_output_tokens,
+                              default_max_tokens(request.transfer + request.text, self._max_output_tokens)),
+            "cache_prompt": self._cache_prompt,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        grammar = transfer_grammar(request.text, request.transfer)
+        if grammar:
+            body["grammar"] = grammar
         return body
 
     def translate(

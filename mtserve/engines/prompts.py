@@ -28,9 +28,11 @@ Beyond the plain request a template knows three things:
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field, replace
 
 from mtserve.text.languages import CHINESE_NAMES, language_name
+from mtserve.text.markup import TAG as TAG_PATTERN
 
 Messages = list[dict[str, str]]
 Terms = tuple[tuple[str, str], ...]
@@ -59,6 +61,21 @@ class PromptTemplate:
     # (or before the user text, for a family without one), and tagged examples after the others
     markup_instruction: str = ""
     markup_examples: dict[tuple[str, str], tuple[Example, ...]] = field(default_factory=dict)
+
+    def transfer_messages(self, text: str, translation: str, source: str, target: str) -> Messages:
+        """Messages that ask for ``translation`` with the tags of ``text`` put in (markup_mode
+        "transfer"): one system prompt for every family, and the markup examples as earlier turns."""
+        fields = {"source": language_name(source), "target": language_name(target)}
+        messages: Messages = [{"role": "system", "content": TRANSFER_SYSTEM.format(**fields)}]
+        for example_source, example_target in self.markup_examples.get((source, target), ()):
+            if not TAG_PATTERN.search(example_source):
+                continue
+            plain_target = TAG_PATTERN.sub("", example_target)
+            messages.append({"role": "user", "content": TRANSFER_USER.format(text=example_source,
+                                                                            translation=plain_target)})
+            messages.append({"role": "assistant", "content": example_target})
+        messages.append({"role": "user", "content": TRANSFER_USER.format(text=text, translation=translation)})
+        return messages
 
     def messages(self, text: str, source: str, target: str, glossary: Terms = (),
                  strict: bool = False, markup: bool = False) -> Messages:
@@ -137,6 +154,15 @@ MARKUP_INSTRUCTION = (
     "the {target} words that translate the words it encloses, wherever they fall in the sentence. "
     "Keep the spaces of {target} around them."
 )
+
+TRANSFER_SYSTEM = (
+    "You put markup back into a translation. The user gives a {source} sentence with numbered "
+    "tags (<b1>...</b1> around formatted or linked words, <x2/> for an image or a code) and its "
+    "{target} translation without them. Reply with the translation exactly as given, with every "
+    "tag of the sentence inserted once: each pair of tags around the {target} words that translate "
+    "the words it encloses, each <xN/> where it belongs. Change nothing else."
+)
+TRANSFER_USER = "Sentence: {text}\nTranslation: {translation}"
 
 QWEN_SYSTEM = (
     "You are a professional translator. Translate the user's {source} text into fluent, "
@@ -270,6 +296,41 @@ def markup_grammar(text: str, excluded_ranges: str = "") -> str | None:
 
     top = level(None)
     return "\n".join([f"root ::= {top}"] + rules)
+
+
+def transfer_grammar(text: str, translation: str) -> str | None:
+    """A GBNF grammar whose sentences are ``translation`` exactly, with the tags of ``text``
+    allowed at every boundary between words, spaces and punctuation (each tag once is left to the
+    check: a grammar that counts is too large)."""
+    from mtserve.text import markup
+
+    try:
+        _, elements = markup.structure(text)
+    except markup.MarkupError:
+        return None
+    if not elements:
+        return None
+    tags = []
+    for id_, element in sorted(elements.items()):
+        if element.void:
+            tags.append(markup.void_tag(element.name, id_))
+        else:
+            tags += [markup.open_tag(element.name, id_), markup.close_tag(element.name, id_)]
+
+    def literal(value: str) -> str:
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+
+    chunks = re.findall(r"\s+|[^\W_]+|.", translation, flags=re.S)
+    chunks = [piece for chunk in chunks for piece in (list(chunk) if _wide(chunk) else [chunk])]
+    body = " ".join(f"g {literal(chunk)}" for chunk in chunks)
+    return "\n".join([f"root ::= {body} g", "g ::= ( " + " | ".join(literal(t) for t in tags) + " )*"])
+
+
+def _wide(chunk: str) -> bool:
+    from mtserve.text.segment import is_cjk
+
+    return len(chunk) > 1 and any(is_cjk(char) for char in chunk)
 
 
 def plain(template: PromptTemplate) -> PromptTemplate:

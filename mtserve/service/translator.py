@@ -119,6 +119,8 @@ class _Segment:
     key: CacheKey | None = None  # where the result is cached; None when it must not be
     # Its tags and placeholders must come back: the segment as the caller sent it, else None.
     marked: str | None = None
+    # markup_mode "transfer": the request is the tag-free sentence; its tags go in afterwards
+    transfer: bool = False
     source: str = ""  # the source language, for the fallback's own requests
     entries: dict[str, str] = field(default_factory=dict)  # the glossary, for the same
 
@@ -418,11 +420,16 @@ class TranslationService:
                 self.metrics.cache_hits.inc()
                 continue
             self.metrics.cache_misses.inc()
-            engine_text = segment
-            if item.marked and not self.model.prompted:
-                engine_text = markup.strip_tags(segment)  # a seq2seq model gets none: the fallback places them
+            engine_text, marked = segment, item.marked is not None and self.model.prompted
+            has_tags = item.marked is not None and markup.TAG.search(segment) is not None
+            if has_tags and (not self.model.prompted or self.settings.markup_mode == "transfer"):
+                # a seq2seq model gets no tags (the fallback places them); in transfer mode the
+                # sentence is translated as plain text, and its tags go in afterwards
+                engine_text = markup.strip_tags(segment)
+                marked = self.model.prompted and markup.PLACEHOLDER.search(engine_text) is not None
+                item.transfer = self.model.prompted
             item.request = self._engine_request(engine_text, source, target, item.terms, temperature, seed,
-                                                marked=item.marked is not None and self.model.prompted)
+                                                marked=marked)
             item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
         return plan, segments
@@ -457,6 +464,8 @@ class TranslationService:
         if still wrong (or never tried, on a seq2seq engine) placed by the fallback."""
         source = item.marked
         assert source is not None and item.request is not None
+        if item.transfer:
+            return await self._transfer_tags(ticket, item, output, usage, target)
         if not self.model.prompted:
             reason = "not_prompted"
             problem: str | None = reason
@@ -482,6 +491,30 @@ class TranslationService:
                                                "detail": problem})
             output = await self._place_tags(ticket, item, output if reason == "not_prompted" else None,
                                             usage, target)
+        return markup.fix_edges(source, output, target)
+
+    async def _transfer_tags(self, ticket: Ticket, item: _Segment, plain_output: str, usage: Usage,
+                             target: str) -> str:
+        """markup_mode "transfer": the tag-free translation is done; a second request puts the tags
+        into it (llama.cpp: under a grammar that allows nothing else), and if that fails the check
+        the fallback places them."""
+        source = item.marked
+        assert source is not None and item.request is not None
+        plain_key = self._key(item.source, target, markup.strip_tags(source), item.terms)
+        self.cache.put(plain_key, plain_output)  # the same sentence sent without tags is now a hit
+        request = replace(item.request, text=source, transfer=plain_output, markup=True)
+        [outcome] = await ticket.wait([ticket.submit(request)])
+        self._account(usage, outcome)
+        output = strip_special_tokens(outcome.result.text).strip()
+        problem = markup.check(source, output)
+        if problem is None and markup.strip_tags(output).split() != plain_output.split():
+            problem = "the translation changed while the tags went in"
+        if problem is not None:
+            usage.markup_fallbacks += 1
+            self.metrics.markup_fallbacks.labels(reason="invalid").inc()
+            log.info("markup fallback", extra={"event": "markup_fallback", "reason": "invalid",
+                                               "detail": problem})
+            output = await self._place_tags(ticket, item, plain_output, usage, target)
         return markup.fix_edges(source, output, target)
 
     async def _place_tags(self, ticket: Ticket, item: _Segment, plain_output: str | None, usage: Usage,

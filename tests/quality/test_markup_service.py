@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from mtserve.text.html import TagHandling
 from mtserve.service.translator import Usage
+from mtserve.text.html import TagHandling
 from tests.fakes import FakeEngine
 from tests.quality.helpers import ScriptedEngine, counter, service_for
 
@@ -218,3 +218,58 @@ def test_an_icu_message_keeps_its_skeleton_and_has_its_branches_translated(tmp_p
     source = "你有{count, plural, one {# 条新消息} other {# 条新消息!}}。"
     _, [out], _ = run(engine, tmp_path, [source])
     assert out == "You have {count, plural, one {# new message} other {# new messages}}."
+
+
+def test_transfer_mode_translates_without_tags_then_puts_them_into_that_translation(tmp_path):
+    def script(request):
+        if request.transfer is not None:
+            assert request.text == "他<i1>昨天</i1>去了<b2>北京</b2>。"
+            return "He went to <b2>Beijing</b2> <i1>yesterday</i1>."
+        return {"他昨天去了北京。": "He went to Beijing yesterday."}.get(request.text)
+
+    engine = ScriptedEngine(script)
+
+    async def main():
+        async with service_for(engine, tmp_path, markup_mode="transfer") as service:
+            usage = Usage()
+            [tagged] = await service.translate(["<p>他<i>昨天</i>去了<b>北京</b>。</p>"], "zh", "en", "html",
+                                               usage=usage)
+            [plain] = await service.translate(["他昨天去了北京。"], "zh", "en")
+            return tagged.text, plain.text, usage
+
+    tagged, plain, usage = asyncio.run(main())
+    assert tagged == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"
+    assert plain == "He went to Beijing yesterday."
+    assert [(c.text, c.transfer) for c in engine.calls] == [
+        ("他昨天去了北京。", None), ("他<i1>昨天</i1>去了<b2>北京</b2>。", "He went to Beijing yesterday.")]
+    assert usage.markup_fallbacks == 0  # and the plain sentence was a cache hit
+
+
+def test_transfer_mode_falls_back_when_the_translation_changes(tmp_path):
+    def script(request):
+        if request.transfer is not None:
+            return "He visited <b2>Beijing</b2> <i1>yesterday</i1>."  # not the translation it was given
+        return {"他昨天去了北京。": "He went to Beijing yesterday.", "昨天": "yesterday", "北京": "Beijing"}.get(
+            request.text)
+
+    engine = ScriptedEngine(script)
+    usage = Usage()
+
+    async def main():
+        async with service_for(engine, tmp_path, markup_mode="transfer") as service:
+            [tagged] = await service.translate(["<p>他<i>昨天</i>去了<b>北京</b>。</p>"], "zh", "en", "html",
+                                               usage=usage)
+            return tagged.text
+
+    assert asyncio.run(main()) == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"
+    assert usage.markup_fallbacks == 1
+
+
+def test_the_transfer_grammar_allows_only_the_translation_and_the_tags(tmp_path):
+    from mtserve.engines.base import TranslationRequest
+
+    body = _llamacpp(tmp_path).build_request(TranslationRequest(
+        "我喜欢<b1>猫</b1><x2/>。", "zh", "en", markup=True, transfer="I like cats."))
+    assert body["grammar"].splitlines() == ['root ::= g "I" g " " g "like" g " " g "cats" g "." g',
+                                            'g ::= ( "<b1>" | "</b1>" | "<x2/>" )*']
+    assert body["messages"][-1]["content"] == "Sentence: 我喜欢<b1>猫</b1><x2/>。\nTranslation: I like cats."
