@@ -200,6 +200,18 @@ class Settings(BaseSettings):
         False, description="Accept LibreTranslate's /suggest: store suggestions, which enter the translation "
         "memory once the operator accepts them (`mtserve tm accept`)."
     )
+    markup_mode: Literal["context", "transfer"] = Field(
+        "context",
+        description="A sentence with inline tags, on an LLM: translated with its tags in the prompt "
+        "(context), or translated without them and the tags then put into that translation by a "
+        "second, grammar-constrained request (transfer). Measured in QUALITY.md.",
+    )
+    markup_grammar: Literal["always", "retry", "off"] = Field(
+        "retry",
+        description="llama.cpp: for a segment with inline tags or placeholders, decode under a grammar "
+        "that requires each of them once, properly nested: on every request (always), only on the "
+        "retry after a translation that lost or broke one (retry), or never (off).",
+    )
     detect_prior: str = Field(
         "en=3,zh=2",
         description="Weights for source=auto on short, ambiguous text (code=weight, ...).",

@@ -10,7 +10,10 @@ Honest limits: the LLM engines have no formality control, so every target
 reports ``supports_formality: false``; like DeepL, ``formality=more|less`` is
 then a 400 and ``prefer_more|prefer_less`` are accepted and ignored.
 ``split_sentences`` and ``preserve_formatting`` are accepted: mtserve always
-splits at sentences and always keeps whitespace.
+splits at sentences and always keeps whitespace. ``tag_handling=xml|html``
+translates each sentence whole with its inline tags; ``ignore_tags``,
+``non_splitting_tags``, ``splitting_tags`` and ``outline_detection`` follow
+DeepL's meaning (``mtserve.text.html.TagHandling``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from mtserve.service.glossary import (
 )
 from mtserve.service.translator import Usage
 from mtserve.settings import Settings
+from mtserve.text.html import TagHandling
 from mtserve.text.languages import language_name
 
 router = APIRouter(prefix="/v2", tags=["DeepL API v2"])
@@ -88,6 +92,30 @@ async def fields_of(request: Request) -> dict[str, Any]:
     return await read_fields(request, merge_query=True)
 
 
+def tag_list(fields: dict[str, Any], name: str) -> frozenset[str]:
+    """A DeepL tag list: comma-separated names, or the field repeated."""
+    value = fields.get(name) or []
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) for v in values):
+        raise ApiError(400, f"Value for '{name}' not supported: send comma-separated tag names")
+    names = {part.strip().lower() for v in values for part in v.split(",") if part.strip()}
+    bad = sorted(n for n in names if not all(c.isalnum() or c in "-_.:" for c in n))
+    if bad:
+        raise ApiError(400, f"Value for '{name}' not supported: {bad[0]!r} is not a tag name")
+    return frozenset(names)
+
+
+def tag_handling_of(fields: dict[str, Any], kind: str) -> TagHandling:
+    """DeepL's tag parameters as the service takes them."""
+    outline = fields.get("outline_detection", True)
+    if str(outline).strip().lower() not in ("1", "0", "true", "false"):
+        raise ApiError(400, "Value for 'outline_detection' not supported: use 0 or 1")
+    return TagHandling(kind, ignore_tags=tag_list(fields, "ignore_tags"),
+                       non_splitting_tags=tag_list(fields, "non_splitting_tags"),
+                       splitting_tags=tag_list(fields, "splitting_tags"),
+                       outline_detection=as_bool(outline))
+
+
 def check_key(request: Request) -> None:
     admit(request, None)  # the key travels in Authorization: DeepL-Auth-Key
 
@@ -127,7 +155,8 @@ async def translate(request: Request):
     tag_handling = text_field(fields, "tag_handling")
     if tag_handling not in (None, "", "html", "xml"):
         raise ApiError(400, "Value for 'tag_handling' not supported: use html or xml")
-    fmt = "html" if tag_handling in ("html", "xml") else "text"
+    fmt = tag_handling if tag_handling in ("html", "xml") else "text"
+    tags = tag_handling_of(fields, fmt) if fmt != "text" else None
     glossary = None
     if glossary_id := text_field(fields, "glossary_id"):
         if source == "auto":
@@ -139,7 +168,8 @@ async def translate(request: Request):
     usage = Usage()
     request.state.usage = usage
     request.state.chars_in = chars
-    work = asyncio.ensure_future(service.translate(texts, source, target, fmt, usage=usage, glossary=glossary))
+    work = asyncio.ensure_future(service.translate(texts, source, target, fmt, usage=usage, glossary=glossary,
+                                                   tags=tags))
     results = await until_disconnect(request, work)
     if isinstance(results, Response):
         return results

@@ -21,7 +21,7 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
                   "max_batch_size", "batch_type", "max_queue_delay_ms", "inter_threads", "num_beams",
                   "compute_type", "onnx_inter_op_threads", "onnx_graph_optimization",
                   # quality: terminology and output checks
-                  "glossary_file", "guardrails", "script_grammar",
+                  "glossary_file", "guardrails", "script_grammar", "markup_grammar", "markup_mode",
                   # GPUs: the vllm engine, llama.cpp offload, the device of vllm and ctranslate2
                   "device", "gpu_layers", "gpu_memory_utilization", "max_num_seqs", "max_model_len",
                   "dtype", "quantization", "sampling")

@@ -3,6 +3,7 @@
     mtserve eval --dataset hsk --split dev --levels 4-6 --limit 200      # tune on dev
     mtserve eval --dataset hsk --split test --levels 4-6 --limit 200     # report on test
     mtserve eval pairs.tsv --source de --target en --url http://127.0.0.1:8000
+    mtserve eval --markup --split test --limit 60                         # inline tags and placeholders
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="write the Markdown report here ('-': stdout)")
     parser.add_argument("--min-bleu", type=float, default=None, help="exit 1 if BLEU is below this")
     parser.add_argument("--min-chrf", type=float, default=None, help="exit 1 if chrF is below this")
+    parser.add_argument("--markup", action="store_true",
+                        help="the markup set instead: the sentences of --dataset (hsk: zh->en; everyday: en->ja "
+                             "or en->de) with inline tags and placeholders; reports tag and placeholder "
+                             "integrity, markup cost, edge errors and fallbacks")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     add_setting_flags(parser, SERVICE_FIELDS)
     parser.set_defaults(func=cmd_eval)
@@ -84,6 +89,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from mtserve.models.store import ModelStoreError
     from mtserve.service.translator import UnsupportedLanguage
 
+    if args.markup:
+        return _markup_eval(args)
     try:
         if args.file:
             if args.levels:
@@ -122,4 +129,41 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if below:
         print("mtserve eval: below the floor: " + "; ".join(below), file=sys.stderr)
         return 1
+    return 0
+
+
+def _markup_eval(args: argparse.Namespace) -> int:
+    from mtserve.engines.factory import EngineConfigError
+    from mtserve.eval.datasets import DatasetError, sample
+    from mtserve.eval.markup import evaluate_markup, load_markup_set
+    from mtserve.eval.targets import HttpTarget, InProcessTarget, TargetError
+    from mtserve.models.store import ModelStoreError
+    from mtserve.service.translator import UnsupportedLanguage
+
+    try:
+        if args.file:
+            raise DatasetError("--markup builds its set from a built-in one (--dataset hsk or everyday), not a file")
+        mset = load_markup_set(args.dataset, args.source, args.target, args.split or "dev")
+        if args.limit is not None:
+            mset.items = sample(mset.items, args.limit, args.seed)  # type: ignore[arg-type]
+            mset.notes.append(f"sample of {len(mset.items)} (seed {args.seed})")
+        if not mset.items:
+            raise DatasetError(f"the markup selection is empty ({mset.name}, split {mset.split})")
+        if args.url:
+            target = HttpTarget(args.url, args.api_key, args.concurrency)
+        else:
+            if args.request_timeout_s is None:
+                args.request_timeout_s = EVAL_REQUEST_TIMEOUT_S
+            if getattr(args, "engine_hang_s", None) is None and "engine_hang_s" in Settings.model_fields:
+                args.engine_hang_s = EVAL_REQUEST_TIMEOUT_S * 2
+            target = InProcessTarget(settings_from(args), prompt=args.prompt)
+        report = asyncio.run(evaluate_markup(mset, target, _progress(args.quiet), target.concurrency))
+    except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
+        print(f"mtserve eval: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    if args.json_path:
+        _write(args.json_path, report.to_json())
+    print(report.summary())
     return 0

@@ -52,6 +52,9 @@ class Document:
     placeholders: re.Pattern[str] | None = None
     # (label, index of the first segment after it): chapters, slides, pages.
     sections: list[tuple[str, int]] = field(default_factory=list)
+    # The segments are marked (mtserve.text.markup): numbered inline tags such as <b1>..</b1>
+    # stand for formatting, links or code, and the translation must keep them.
+    markup: bool = False
 
     def render(self, translations: list[str], target: str) -> Output:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -84,11 +87,14 @@ class Document:
 
     def sample(self, limit: int = 2000) -> str:
         """Text from the start of the document, for language detection."""
+        from mtserve.text.markup import strip_tags
+
         picked: list[str] = []
         size = 0
         for segment in self.segments:
             if size >= limit:
                 break
+            segment = strip_tags(segment) if self.markup else segment
             picked.append(segment)
             size += len(segment)
         return "\n".join(picked)[:limit]

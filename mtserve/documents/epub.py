@@ -3,7 +3,8 @@
 The book is edited in place: the spine's XHTML chapters in reading order (then
 any other XHTML page, such as the navigation document), the NCX table of
 contents, and the title and description in the package metadata. Each chapter
-goes through the same text-node translation as HTML, so markup, CSS, images
+goes through the same translation as HTML (each paragraph whole, its inline
+tags in context), so markup, CSS, images
 and fonts are kept byte for byte; ``dc:language`` and the pages' ``lang``
 attributes are set to the target language.
 """
@@ -46,11 +47,11 @@ class EpubDocument(Document):
         self.languages = languages
         segments = [s for chapter in chapters for s in chapter.parsed.segments]
         segments += [(el.text or "").strip() for _, elements in xml_parts.values() for el in elements]
-        super().__init__("epub", segments, sections=sections, notes=[
+        super().__init__("epub", segments, sections=sections, markup=True, notes=[
             "Chapters, markup, styles, images, fonts and the table of contents are kept; "
-            "text nodes, the title and the description are translated.",
-            "Each text node is translated on its own, so a sentence cut by inline tags is "
-            "translated in pieces.",
+            "text, the title and the description are translated.",
+            "Each paragraph is translated whole with its inline tags, which stay on the words "
+            "they belong to.",
         ])
 
     def render(self, translations: list[str], target: str) -> Output:

@@ -7,10 +7,16 @@ target. In JSON, every string value is translated, at any depth; keys,
 numbers, booleans and the order of keys are kept.
 
 Placeholders (``%s``, ``%(name)s``, ``%1$d``, ``{name}``, ``{0}``, ``{{count}}``,
-``${x}``, inline tags like ``<b>`` or ``<0>``) must come back exactly. The
-runner checks every translation; one that lost or changed a placeholder is
-translated again in the pieces between its placeholders, which keeps them by
-construction. The rendered file is parsed again before it is returned.
+``${x}``) must come back exactly; the service checks them, retries, and puts
+back what a translation lost (``mtserve.text.markup``), and the runner checks
+again. Inline tags (``<b>``, ``<a href>``, react-i18next's ``<0>``) travel as
+numbered tags, so the string is translated whole and each tag stays on its
+words. ICU MessageFormat (``{count, plural, one {# file} other {# files}}``)
+keeps its skeleton; the text of each branch is translated. A menu accelerator
+(``_File``, ``&Open``) is taken out before translation and put back after: on
+the same letter where the translation has it, else its first letter, and as
+``(_F)`` after a Chinese, Japanese or Korean translation. The rendered file is
+parsed again before it is returned.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 import polib
 
 from mtserve.documents.base import Decoded, Document, DocumentError, Output, decode_text
+from mtserve.text import markup
 
 PLACEHOLDER = re.compile(
     r"%(?:\(\w+\)|\d+\$)?[-+0#]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGcrsaAp@%]"
@@ -32,14 +39,124 @@ PLACEHOLDER = re.compile(
     r"|</?\d+/?>"  # react-i18next <0>...</0>
     r"|\$t\([^)]*\)"  # i18next nesting
 )
-# ICU MessageFormat ("{count, plural, one {# file} other {# files}}") is code, not text.
-_ICU = re.compile(r"\{\s*[\w.]+\s*,\s*(?:plural|select|selectordinal)\s*,")
-_PLACEHOLDER_NOTE = ("Placeholders (%s, %(name)s, {name}, {0}, {{count}}, <b>) are kept; a string whose "
-                     "translation lost one is translated again in the pieces between them.")
+_PLACEHOLDER_NOTE = ("Placeholders (%s, %(name)s, {name}, {0}, {{count}}) are kept byte for byte, inline "
+                     "tags (<b>, <a>, <0>) stay on their words, ICU plural/select messages keep their "
+                     "skeleton with each branch translated, and menu accelerators (_File, &Open) are "
+                     "put back on the translation.")
+_INLINE_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>|</?\d+/?>")
+_ACCELERATOR = re.compile(r"(?<![\w&_])([_&])([A-Za-z0-9])")
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+_WIDE_TARGETS = ("zh", "zt", "ja", "ko")
 
 
 def translatable(text: str) -> bool:
-    return bool(text.strip()) and not _ICU.search(text)
+    return bool(text.strip())
+
+
+class Strings:
+    """The strings of a catalog as marked segments, and how to turn translations back into strings:
+    inline tags as numbered tags, and a menu accelerator taken out and put back."""
+
+    def __init__(self, texts: list[str]):
+        self.texts = texts
+        self.tags: list[dict[int, str]] = []
+        self.accelerators: list[tuple[str, str] | None] = []  # (marker, letter)
+        self.segments: list[str] = []
+        for text in texts:
+            view, tags = _inline_view(text)
+            accelerator = None
+            found = list(_ACCELERATOR.finditer(view))
+            if len(found) == 1 and not tags and len(view.split()) <= 4 and not _ENTITY.search(view):
+                marker = found[0]
+                accelerator = (marker.group(1), marker.group(2))
+                view = view[:marker.start()] + view[marker.start() + 1:]
+            self.tags.append(tags)
+            self.accelerators.append(accelerator)
+            self.segments.append(view)
+
+    def render(self, translations: list[str], target: str) -> list[str]:
+        out = []
+        for k, translation in enumerate(translations):
+            tags, accelerator = self.tags[k], self.accelerators[k]
+            if translation == self.segments[k]:
+                out.append(self.texts[k])
+                continue
+            if tags:
+                if markup.check(self.segments[k], translation) is not None:
+                    translation = markup.project(self.segments[k], markup.strip_tags(translation), {}, target)
+                translation = "".join(t.text if t.kind == "text" else tags.get(-t.id if t.kind == "close"
+                                                                              else t.id, "")
+                                      for t in markup.tokens(translation))
+            if accelerator is not None:
+                translation = _put_accelerator(translation, accelerator, target)
+            out.append(translation)
+        return out
+
+
+def _inline_view(text: str) -> tuple[str, dict[int, str]]:
+    """``text`` with its inline tags as numbered tags (paired by name, the rest void), and what
+    each tag stands for; text that reads as a tag of ours is a void tag too."""
+    found = list(_INLINE_TAG.finditer(text)) + list(markup.TAG.finditer(text))
+    if not found:
+        return text, {}
+    found = sorted({m.start(): m for m in found}.values(), key=lambda m: m.start())
+    names = [re.match(r"</?([A-Za-z][A-Za-z0-9-]*|\d+)", m.group()) for m in found]
+    partner: dict[int, int] = {}
+    stack: list[int] = []
+    for k, (match, name) in enumerate(zip(found, names)):
+        if name is None or match.group().endswith("/>") or markup.TAG.fullmatch(match.group()):
+            continue
+        if match.group().startswith("</"):
+            if stack and names[stack[-1]].group(1) == name.group(1):
+                opener = stack.pop()
+                partner[opener], partner[k] = k, opener
+        else:
+            stack.append(k)
+    view: list[str] = []
+    tags: dict[int, str] = {}  # tag id -> its opening (or void) text; -id -> its closing text
+    position, ids = 0, {}
+    for k, match in enumerate(found):
+        if match.start() < position:
+            continue
+        view.append(text[position:match.start()])
+        id_ = sum(1 for key in tags if key > 0) + 1
+        tag_name = names[k].group(1).lower() if names[k] else "x"
+        tag_name = tag_name if re.fullmatch(r"[a-z]{1,5}", tag_name) else "g"
+        if k in partner and partner[k] > k:
+            ids[k] = id_
+            tags[id_] = match.group()
+            view.append(markup.open_tag(tag_name, id_))
+        elif k in partner:
+            opener_id = ids[partner[k]]
+            tags[-opener_id] = match.group()  # a closing tag's text, under the negative id
+            view.append(markup.close_tag(_name_of(view, opener_id), opener_id))
+        else:
+            tags[id_] = match.group()
+            view.append(markup.void_tag("x", id_))
+        position = match.end()
+    view.append(text[position:])
+    joined = "".join(view)
+    if not markup.balanced(joined):
+        return text, {}
+    return joined, tags
+
+
+def _name_of(view: list[str], id_: int) -> str:
+    for piece in view:
+        match = markup.TAG.fullmatch(piece)
+        if match and int(match.group(3)) == id_:
+            return match.group(2)
+    return "g"
+
+
+def _put_accelerator(translation: str, accelerator: tuple[str, str], target: str) -> str:
+    marker, letter = accelerator
+    if target in _WIDE_TARGETS:
+        return f"{translation}({marker}{letter.upper()})"
+    at = translation.lower().find(letter.lower())
+    if at < 0:
+        at = next((i for i, char in enumerate(translation) if char.isalnum()), 0)
+    return translation[:at] + marker + translation[at:]
 
 
 # --- gettext -----------------------------------------------------------------------
@@ -48,12 +165,13 @@ class PoDocument(Document):
         self.decoded = decoded
         self.catalog = catalog
         self.entries = entries
-        segments: list[str] = []
+        texts: list[str] = []
         for entry in entries:
-            segments.append(entry.msgid)
+            texts.append(entry.msgid)
             if entry.msgid_plural:
-                segments.append(entry.msgid_plural)
-        super().__init__("po", segments, placeholders=PLACEHOLDER, notes=[
+                texts.append(entry.msgid_plural)
+        self.strings = Strings(texts)
+        super().__init__("po", self.strings.segments, placeholders=PLACEHOLDER, markup=True, notes=[
             "msgids, contexts, comments, references and flags are kept; each msgstr is the "
             "translation of its msgid, and the header's Language is set to the target.",
             _PLACEHOLDER_NOTE,
@@ -62,7 +180,7 @@ class PoDocument(Document):
 
     def render(self, translations: list[str], target: str) -> Output:
         self.check(translations)
-        remaining = iter(translations)
+        remaining = iter(self.strings.render(translations, target))
         plurals = _nplurals(self.catalog.metadata.get("Plural-Forms", ""))
         for entry in self.entries:
             singular = next(remaining)
@@ -107,14 +225,15 @@ class JsonDocument(Document):
         self.value = value
         self.where = where  # (container, key) of each translated string
         self.indent = indent
-        super().__init__("json", [container[key] for container, key in where], placeholders=PLACEHOLDER,
+        self.strings = Strings([container[key] for container, key in where])
+        super().__init__("json", self.strings.segments, placeholders=PLACEHOLDER, markup=True,
                          notes=["Keys, nesting, numbers and booleans are kept; every string value is "
-                                "translated (ICU plural/select messages are left as they are).",
+                                "translated.",
                                 _PLACEHOLDER_NOTE])
 
     def render(self, translations: list[str], target: str) -> Output:
         self.check(translations)
-        for (container, key), translation in zip(self.where, translations):
+        for (container, key), translation in zip(self.where, self.strings.render(translations, target)):
             container[key] = translation
         text = json.dumps(self.value, ensure_ascii=False, indent=self.indent)
         if self.decoded.text.endswith("\n"):

@@ -3,10 +3,14 @@
 markdown-it-py (CommonMark, plus GFM tables and strikethrough) finds the
 blocks and the source lines each one covers. Code blocks, fences, front
 matter, link reference definitions and blank lines are copied as they are.
-In paragraphs, headings, list items, quotes and table cells, the inline text
-is cut at its syntax: code spans, links' targets, images' sources, autolinks,
-inline HTML, emphasis markers and escapes are kept verbatim, and the text
-between them is translated. HTML blocks get their text nodes translated.
+A paragraph, heading, list item or quote is one marked segment
+(``mtserve.text.markup``): its inline syntax travels as tags, so the sentence
+is translated whole and the formatting stays on its words. ``**strong**``,
+``*em*``, ``~~strike~~``, a link's text (``[text](url)``: the text is
+translated, the target kept) and paired inline HTML become tags; a code span,
+an autolink, a bare URL, an escape, a hard break and other inline HTML are kept
+verbatim as void tags. Table cells keep the older treatment: the text between
+the syntax is translated in pieces. HTML blocks are translated as HTML.
 
 A paragraph wrapped over several lines comes back on one line (it renders
 the same); hard line breaks are kept.
@@ -22,6 +26,7 @@ from typing import Callable
 from markdown_it import MarkdownIt
 
 from mtserve.documents.base import Decoded, Document, Output, Piece, PieceText, decode_text
+from mtserve.text import markup
 from mtserve.text.html import parse_html
 from mtserve.text.segment import is_cjk
 
@@ -64,11 +69,13 @@ class MarkdownDocument(Document):
         self.lines = lines
         self.edits = edits
         segments = [s for edit in edits for s in edit.text.segments]
-        super().__init__("markdown", segments, notes=[
+        super().__init__("markdown", segments, markup=True, notes=[
             "Markdown syntax is kept: code blocks and inline code, link and image targets, "
-            "HTML, emphasis markers and tables; the text between them is translated.",
+            "HTML, emphasis markers and tables; the text is translated.",
             "A paragraph wrapped over several lines comes back on one line; it renders the same.",
-            "Text cut by inline syntax (a link or **bold** word inside a sentence) is translated in pieces.",
+            "Each paragraph is translated whole: **strong**, *em*, links and inline HTML stay on the "
+            "words they belong to, and `code` is kept verbatim. Table cells are translated between "
+            "their syntax, in pieces.",
         ])
 
     def render(self, translations: list[str], target: str) -> Output:
@@ -175,7 +182,7 @@ def _inline_block(lines: list[str], start: int, end: int, content: str, referenc
     for piece in pieces:
         if piece.text == _HARD_BREAK:
             piece.text = next(breaks) + "\n" + continuation
-    text = PieceText(_merge(pieces))
+    text = _MarkedText(pieces)
     first_body = bodies[0]
 
     def build(rendered: str) -> list[str]:
@@ -245,11 +252,11 @@ def _scan(s: str, references: set[str]) -> list[Piece]:
     out: list[Piece] = []
     buffer: list[str] = []
 
-    def keep(text: str) -> None:
+    def keep(text: str, role: str = "void") -> None:
         if buffer:
             out.append(Piece("".join(buffer), True))
             buffer.clear()
-        out.append(Piece(text, False))
+        out.append(_Kept(text, False, role))
 
     i, n = 0, len(s)
     while i < n:
@@ -264,8 +271,11 @@ def _scan(s: str, references: set[str]) -> list[Piece]:
             end = _code_span_end(s, i)
             keep(s[i:end])
             i = end
-        elif c == "<" and (m := _AUTOLINK.match(s, i) or _INLINE_HTML.match(s, i)):
+        elif c == "<" and (m := _AUTOLINK.match(s, i)):
             keep(m.group())
+            i = m.end()
+        elif c == "<" and (m := _INLINE_HTML.match(s, i)):
+            keep(m.group(), "html")
             i = m.end()
         elif c == "[" or s.startswith("![", i):
             opener = 2 if c == "!" else 1
@@ -275,13 +285,13 @@ def _scan(s: str, references: set[str]) -> list[Piece]:
                 i += opener
                 continue
             head, label, tail, i = link
-            keep(head)
+            keep(head, "link-open" if label is not None else "void")
             if label is not None:
                 if buffer:
                     out.append(Piece("".join(buffer), True))
                     buffer.clear()
                 out.extend(_scan(label, references))
-            keep(tail)
+            keep(tail, "link-close" if label is not None else "void")
         elif c in "*~" or (c == "_" and not _intraword(s, i)):
             run = i
             while run < n and s[run] == c:
@@ -289,7 +299,7 @@ def _scan(s: str, references: set[str]) -> list[Piece]:
             if c == "~" and run - i < 2:
                 buffer.append(s[i:run])
             else:
-                keep(s[i:run])
+                keep(s[i:run], "emphasis")
             i = run
         elif (c in "hw") and (i == 0 or not s[i - 1].isalnum()) and (m := _BARE_URL.match(s, i)):
             keep(m.group())
@@ -387,6 +397,127 @@ def _link(s: str, i: int, opener: int, references: set[str]) -> tuple[str, str |
     if _normalise_label(label) in references:  # [label]: a shortcut reference
         return s[i:close + 1], None, "", close + 1
     return None
+
+
+@dataclass
+class _Kept(Piece):
+    """Syntax kept verbatim, and what it is: "emphasis", "link-open", "link-close", "html", "void"."""
+
+    role: str = "void"
+
+
+_HTML_OPEN = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)(?:\s[^<>]*)?>\Z")
+_HTML_CLOSE = re.compile(r"</([A-Za-z][A-Za-z0-9-]*)\s*>\Z")
+_EMPHASIS_NAMES = {"*": "i", "_": "i", "**": "b", "__": "b", "~~": "s"}
+
+
+class _MarkedText(PieceText):
+    """An inline block as one marked segment: paired syntax (emphasis, links, inline HTML) as
+    tags around their words, the rest of the syntax as void tags, all kept verbatim."""
+
+    def __init__(self, pieces: list[Piece]):
+        super().__init__([])
+        self.syntax: dict[int, tuple[str, str]] = {}  # tag id -> (its opening text, its closing text)
+        partner = _pair_syntax(pieces)
+        view: list[str] = []
+        open_ids: dict[int, int] = {}  # piece index of an opening -> its tag id
+        for k, piece in enumerate(pieces):
+            if piece.translate:
+                view.append(self._protect(piece.text))
+                continue
+            if k in partner and partner[k] > k:
+                id_ = len(self.syntax) + 1
+                self.syntax[id_] = (piece.text, pieces[partner[k]].text)
+                open_ids[k] = id_
+                view.append(markup.open_tag(_tag_name(piece), id_))
+            elif k in partner:
+                id_ = open_ids[partner[k]]
+                view.append(markup.close_tag(_tag_name(pieces[partner[k]]), id_))
+            else:
+                view.append(self._void(piece.text))
+        self.view = "".join(view)
+        self.plain = markup.strip_tags(self.view)
+
+    def _void(self, text: str) -> str:
+        id_ = len(self.syntax) + 1
+        self.syntax[id_] = (text, "")
+        return markup.void_tag("x", id_)
+
+    def _protect(self, text: str) -> str:
+        """Text that reads as a tag of ours travels as a void tag."""
+        out, position = [], 0
+        for literal in markup.TAG.finditer(text):
+            out += [text[position:literal.start()], self._void(literal.group())]
+            position = literal.end()
+        return "".join(out) + text[position:]
+
+    @property
+    def segments(self) -> list[str]:
+        return [self.view.strip()] if any(c.isalpha() for c in self.plain) else []
+
+    def render(self, translations: list[str], escape=None) -> str:
+        if not translations:
+            return self.view_as_source(self.view)
+        core = translations[0]
+        lead = self.view[: len(self.view) - len(self.view.lstrip())]
+        trail = self.view[len(self.view.rstrip()):]
+        return self.view_as_source(lead + core.strip() + trail, escape)
+
+    def view_as_source(self, view: str, escape=None) -> str:
+        out: list[str] = []
+        for token in markup.tokens(view):
+            if token.kind == "text":
+                out.append(escape(self.plain, token.text) if escape else token.text)
+            elif token.kind in ("open", "void"):
+                out.append(self.syntax.get(token.id, ("", ""))[0])
+            else:
+                out.append(self.syntax.get(token.id, ("", ""))[1])
+        return "".join(out)
+
+
+def _tag_name(piece: Piece) -> str:
+    role = getattr(piece, "role", "void")
+    if role == "link-open":
+        return "a"
+    if role == "emphasis":
+        return _EMPHASIS_NAMES.get(piece.text, "b")
+    if role == "html":
+        name = _HTML_OPEN.match(piece.text)
+        tag = name.group(1).lower() if name else "g"
+        return {"strong": "b", "em": "i"}.get(tag, tag if re.fullmatch(r"[a-z]{1,5}", tag) else "g")
+    return "g"
+
+
+def _pair_syntax(pieces: list[Piece]) -> dict[int, int]:
+    """Which kept pieces open and close one span: emphasis runs of the same marker, a link's head
+    and tail, an inline HTML start tag and its end tag. Unpaired ones stay void."""
+    partner: dict[int, int] = {}
+    stack: list[tuple[int, str]] = []  # (piece index, what closes it)
+    for k, piece in enumerate(pieces):
+        role = getattr(piece, "role", None)
+        if piece.translate or role is None:
+            continue
+        if role == "emphasis":
+            closes = piece.text
+            if stack and stack[-1][1] == "emphasis:" + closes:
+                opener, _ = stack.pop()
+                partner[opener], partner[k] = k, opener
+            else:
+                stack.append((k, "emphasis:" + closes))
+        elif role == "link-open":
+            stack.append((k, "link"))
+        elif role == "link-close":
+            if stack and stack[-1][1] == "link":
+                opener, _ = stack.pop()
+                partner[opener], partner[k] = k, opener
+        elif role == "html":
+            opening, closing = _HTML_OPEN.match(piece.text), _HTML_CLOSE.match(piece.text)
+            if opening and not piece.text.endswith("/>"):
+                stack.append((k, "html:" + opening.group(1).lower()))
+            elif closing and stack and stack[-1][1] == "html:" + closing.group(1).lower():
+                opener, _ = stack.pop()
+                partner[opener], partner[k] = k, opener
+    return partner
 
 
 def _merge(pieces: list[Piece]) -> list[Piece]:

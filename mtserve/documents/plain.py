@@ -65,11 +65,11 @@ class HtmlFileDocument(Document):
     def __init__(self, decoded: Decoded, parsed: HtmlDocument, kind: str = "html"):
         self.decoded = decoded
         self.parsed = parsed
-        super().__init__(kind, list(parsed.segments), notes=[
+        super().__init__(kind, list(parsed.segments), markup=True, notes=[
             "Markup, attributes, scripts, styles and code are kept byte for byte; "
-            "text nodes and alt/title/placeholder attributes are translated.",
-            "Each text node is translated on its own, so a sentence cut by inline tags "
-            "(<b>, <a>) is translated in pieces.",
+            "text and alt/title/placeholder attributes are translated.",
+            "Each paragraph is translated whole with its inline tags (<b>, <a>, <span>...), "
+            "which stay on the words they belong to; <code> and translate=\"no\" pass through.",
         ])
 
     def render(self, translations: list[str], target: str) -> Output:

@@ -62,7 +62,8 @@ async def translate_document(
     if on_progress is not None:
         on_progress(0, total)
     for chunk in chunks:
-        translations += await _chunk(service, chunk, source, target, glossary, document)
+        translations += await _chunk(service, chunk, source, target, glossary, document,
+                                     "markup" if document.markup else "text")
         done += len(chunk)
         if on_progress is not None:
             on_progress(done, total)
@@ -71,9 +72,9 @@ async def translate_document(
 
 
 async def _chunk(service: TranslationService, texts: list[str], source: str, target: str,
-                 glossary: dict[str, str] | None, document: Document) -> list[str]:
+                 glossary: dict[str, str] | None, document: Document, fmt: str = "text") -> list[str]:
     unique = list(dict.fromkeys(texts))  # a repeated segment is translated once
-    outputs = await _translate(service, unique, source, target, glossary)
+    outputs = await _translate(service, unique, source, target, glossary, fmt)
     if document.placeholders is not None:
         outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, document)
     translated = dict(zip(unique, outputs))
@@ -81,14 +82,14 @@ async def _chunk(service: TranslationService, texts: list[str], source: str, tar
 
 
 async def _translate(service: TranslationService, texts: list[str], source: str, target: str,
-                     glossary: dict[str, str] | None) -> list[str]:
+                     glossary: dict[str, str] | None, fmt: str = "text") -> list[str]:
     if not texts:
         return []
     timeout_s = service.settings.request_timeout_s * 4
     misses = 0
     while True:
         try:
-            results = await service.translate(texts, source, target, "text", timeout_s=timeout_s,
+            results = await service.translate(texts, source, target, fmt, timeout_s=timeout_s,
                                               priority=Priority.BACKGROUND, glossary=glossary)
             return [r.text for r in results]
         except QueueFull as exc:  # the API is busy: wait for room rather than fail the document

@@ -28,6 +28,12 @@ class TranslationRequest:
     # prompt template injects them in the family's own terminology format
     glossary: tuple[tuple[str, str], ...] = ()
     strict: bool = False  # the guardrails' retry: a stricter prompt (and decoding constraints)
+    # ``text`` holds numbered inline tags or placeholders (mtserve.text.markup) that must come
+    # back: the prompt teaches the convention, and a strict retry may require them by grammar
+    markup: bool = False
+    # The tag-free translation of ``text``, to put ``text``'s tags into (markup_mode "transfer"):
+    # the engine then returns this translation with the tags inserted, nothing else changed.
+    transfer: str | None = None
 
 
 @dataclass(frozen=True)

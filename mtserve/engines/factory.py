@@ -54,6 +54,7 @@ def create_engine(settings: Settings) -> Engine:
             queue_ahead=settings.queue_ahead,
             gpu_layers=settings.gpu_layers,
             script_grammar=settings.script_grammar,
+            markup_grammar=settings.markup_grammar,
         )
     raise AssertionError("unreachable")
 

@@ -31,7 +31,14 @@ from mtserve.engines.base import (
     every_pair,
     log_loaded,
 )
-from mtserve.engines.prompts import PromptTemplate, script_grammar, template_for
+from mtserve.engines.prompts import (
+    IDEOGRAPHIC_RANGES,
+    PromptTemplate,
+    markup_grammar,
+    script_grammar,
+    template_for,
+    transfer_grammar,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +56,8 @@ SPECULATIVE_TYPES = {
 # under the grammar that excludes them: every request ("always"), or only the guardrails'
 # strict retry ("retry"). Measured in QUALITY.md and BENCHMARKS.md.
 SCRIPT_GRAMMAR_MODES = ("always", "retry")
+# When a segment with inline tags or placeholders decodes under the grammar that requires them.
+MARKUP_GRAMMAR_MODES = ("always", "retry", "off")
 
 
 class LlamaCppEngine:
@@ -76,6 +85,7 @@ class LlamaCppEngine:
         queue_ahead: int = 2,
         gpu_layers: int = 0,  # layers offloaded to the GPU; needs a CUDA build of xllamacpp
         script_grammar: str = "always",
+        markup_grammar: str = "retry",
     ):
         self.model_path = Path(model_path)
         self.model_name = model_name
@@ -105,6 +115,10 @@ class LlamaCppEngine:
             raise EngineError(f"unknown script_grammar {script_grammar!r}; "
                               f"use one of {', '.join(SCRIPT_GRAMMAR_MODES)}")
         self._script_grammar = script_grammar
+        if markup_grammar not in MARKUP_GRAMMAR_MODES:
+            raise EngineError(f"unknown markup_grammar {markup_grammar!r}; "
+                              f"use one of {', '.join(MARKUP_GRAMMAR_MODES)}")
+        self._markup_grammar = markup_grammar
         self._server: Any = None
         self._lock = threading.Lock()
         self._local = threading.local()  # per calling thread: llama.cpp's timings of its last request
@@ -164,10 +178,13 @@ class LlamaCppEngine:
         return getattr(self._local, "timings", None)
 
     def build_request(self, request: TranslationRequest) -> dict[str, Any]:
+        if request.transfer is not None:
+            return self._transfer_request(request)
         max_tokens = request.max_tokens or default_max_tokens(request.text, self._max_output_tokens)
         body: dict[str, Any] = {
             "messages": self.template.messages(request.text, request.source, request.target,
-                                               glossary=request.glossary, strict=request.strict),
+                                               glossary=request.glossary, strict=request.strict,
+                                               markup=request.markup),
             "temperature": request.temperature,
             "max_tokens": min(max_tokens, self._max_output_tokens),
             "cache_prompt": self._cache_prompt,
@@ -179,8 +196,33 @@ class LlamaCppEngine:
         if request.seed is not None:
             body["seed"] = request.seed
         constrained = request.strict or self._script_grammar == "always"
-        if constrained and (grammar := script_grammar(request.source, request.target, request.glossary)):
-            body["grammar"] = grammar  # no source-script words can be left in
+        script = script_grammar(request.source, request.target, request.glossary) if constrained else None
+        if script:
+            body["grammar"] = script  # no source-script words can be left in
+        tags_required = request.markup and (
+            self._markup_grammar == "always" or (self._markup_grammar == "retry" and request.strict))
+        if tags_required and (grammar := markup_grammar(request.text, IDEOGRAPHIC_RANGES if script else "")):
+            body["grammar"] = grammar  # every tag and placeholder, once, nested (and the script rule)
+        return body
+
+    def _transfer_request(self, request: TranslationRequest) -> dict[str, Any]:
+        """The tags of ``request.text`` put into its translation ``request.transfer``, under a grammar
+        that allows nothing but that translation and the tags."""
+        assert request.transfer is not None
+        body: dict[str, Any] = {
+            "messages": self.template.transfer_messages(request.text, request.transfer, request.source,
+                                                        request.target),
+            "temperature": 0.0,
+            "top_k": 1,
+            "max_tokens": min(self._max_output_tokens,
+                              default_max_tokens(request.transfer + request.text, self._max_output_tokens)),
+            "cache_prompt": self._cache_prompt,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        grammar = transfer_grammar(request.text, request.transfer)
+        if grammar:
+            body["grammar"] = grammar
         return body
 
     def translate(

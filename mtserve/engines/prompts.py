@@ -17,13 +17,22 @@ Beyond the plain request a template knows three things:
   instruction in the system prompt for the others.
 - **strict mode**, the guardrails' one retry after an output that was not a
   translation (left in the source script, explained, looped).
+- **markup**: a segment with numbered inline tags (``<b1>猫</b1>``, ``<x2/>``) or
+  placeholders (``%s``, ``{name}``) gets an instruction that teaches the
+  convention, and for zh<->en a few tagged examples (the same HSK dev sentences,
+  with tags). Segments without markup get exactly the prompt they always had.
+  ``markup_grammar`` is the llama.cpp grammar that requires every tag and
+  placeholder, in any order, properly nested.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, field, replace
 
 from mtserve.text.languages import CHINESE_NAMES, language_name
+from mtserve.text.markup import TAG as TAG_PATTERN
 
 Messages = list[dict[str, str]]
 Terms = tuple[tuple[str, str], ...]
@@ -48,9 +57,28 @@ class PromptTemplate:
     examples: dict[tuple[str, str], tuple[Example, ...]] = field(default_factory=dict)
     # a system prompt for particular (source, target) pairs, instead of ``system``
     pair_system: dict[tuple[str, str], str] = field(default_factory=dict)
+    # for a segment with inline tags or placeholders: the convention, after the system prompt
+    # (or before the user text, for a family without one), and tagged examples after the others
+    markup_instruction: str = ""
+    markup_examples: dict[tuple[str, str], tuple[Example, ...]] = field(default_factory=dict)
+
+    def transfer_messages(self, text: str, translation: str, source: str, target: str) -> Messages:
+        """Messages that ask for ``translation`` with the tags of ``text`` put in (markup_mode
+        "transfer"): one system prompt for every family, and the markup examples as earlier turns."""
+        fields = {"source": language_name(source), "target": language_name(target)}
+        messages: Messages = [{"role": "system", "content": TRANSFER_SYSTEM.format(**fields)}]
+        for example_source, example_target in self.markup_examples.get((source, target), ()):
+            if not TAG_PATTERN.search(example_source):
+                continue
+            plain_target = TAG_PATTERN.sub("", example_target)
+            messages.append({"role": "user", "content": TRANSFER_USER.format(text=example_source,
+                                                                            translation=plain_target)})
+            messages.append({"role": "assistant", "content": example_target})
+        messages.append({"role": "user", "content": TRANSFER_USER.format(text=text, translation=translation)})
+        return messages
 
     def messages(self, text: str, source: str, target: str, glossary: Terms = (),
-                 strict: bool = False) -> Messages:
+                 strict: bool = False, markup: bool = False) -> Messages:
         fields = {
             "text": text,
             "source": language_name(source),
@@ -77,9 +105,18 @@ class PromptTemplate:
                 system_text = f"{system_text}\n\n{block}"
             else:
                 user_text = f"{block}\n\n{user_text}"
+        if markup and self.markup_instruction:
+            instruction = self.markup_instruction.format(**fields)
+            if system_text:
+                system_text = f"{system_text} {instruction}"
+            else:
+                user_text = f"{instruction}\n\n{user_text}"
         if system_text:
             messages.append({"role": "system", "content": system_text})
-        for example_source, example_target in self.examples.get((source, target), ()):
+        examples = self.examples.get((source, target), ())
+        if markup:
+            examples += self.markup_examples.get((source, target), ())
+        for example_source, example_target in examples:
             messages.append({"role": "user", "content": user.format(**{**fields, "text": example_source})})
             messages.append({"role": "assistant", "content": example_target})
         messages.append({"role": "user", "content": user_text})
@@ -97,6 +134,35 @@ ZH_EN_EXAMPLES: tuple[Example, ...] = (
 )
 
 EN_ZH_EXAMPLES: tuple[Example, ...] = tuple((target, source) for source, target in ZH_EN_EXAMPLES)
+
+# The same HSK level-3 dev sentences, with tags and placeholders where a web page, a document
+# or a software string would have them: tags move with their words (the second one reorders).
+ZH_EN_MARKUP_EXAMPLES: tuple[Example, ...] = (
+    ("李主任是一位<b1>专家</b1>。", "Director Li is an <b1>expert</b1>."),
+    ("员工们对<a1>工资</a1>很<i2>满意</i2>。",
+     "The employees are <i2>satisfied</i2> with their <a1>pay</a1>."),
+    ("%s，这块手表值{price}。", "%s, this watch is worth {price}."),
+    ("他显得很<b1>年轻</b1><x2/>。", "He looks <b1>young</b1><x2/>."),
+)
+EN_ZH_MARKUP_EXAMPLES: tuple[Example, ...] = tuple((t, s) for s, t in ZH_EN_MARKUP_EXAMPLES)
+
+# str.format fields are filled in, so literal braces are doubled.
+MARKUP_INSTRUCTION = (
+    "The text holds numbered inline tags, <b1>...</b1> around formatted or linked words and <x2/> "
+    "for an image or a code, and may hold placeholders such as %s, {{name}} or {{{{count}}}}. Copy "
+    "every tag and placeholder exactly as written, each once, and put each pair of tags around "
+    "the {target} words that translate the words it encloses, wherever they fall in the sentence. "
+    "Keep the spaces of {target} around them."
+)
+
+TRANSFER_SYSTEM = (
+    "You put markup back into a translation. The user gives a {source} sentence with numbered "
+    "tags (<b1>...</b1> around formatted or linked words, <x2/> for an image or a code) and its "
+    "{target} translation without them. Reply with the translation exactly as given, with every "
+    "tag of the sentence inserted once: each pair of tags around the {target} words that translate "
+    "the words it encloses, each <xN/> where it belongs. Change nothing else."
+)
+TRANSFER_USER = "Sentence: {text}\nTranslation: {translation}"
 
 QWEN_SYSTEM = (
     "You are a professional translator. Translate the user's {source} text into fluent, "
@@ -119,6 +185,8 @@ TEMPLATES: dict[str, PromptTemplate] = {
         pair_system={("zh", "en"): QWEN_SYSTEM, ("en", "zh"): QWEN_SYSTEM},
         user="{text}",
         examples={("zh", "en"): ZH_EN_EXAMPLES, ("en", "zh"): EN_ZH_EXAMPLES},
+        markup_instruction=MARKUP_INSTRUCTION,
+        markup_examples={("zh", "en"): ZH_EN_MARKUP_EXAMPLES, ("en", "zh"): EN_ZH_MARKUP_EXAMPLES},
         strict_system=(
             "You are a translation engine. Reply with the {target} translation of the user's "
             "{source} text and nothing else. Translate every word into {target}: no {source} "
@@ -130,6 +198,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
     "hunyuan-mt": PromptTemplate(
         family="hunyuan-mt",
         system=None,
+        markup_instruction=MARKUP_INSTRUCTION,
         user="Translate the following segment into {target}, without additional explanation.\n\n{text}",
         user_zh="把下面的文本翻译成{target_zh}，不要额外解释。\n\n{text}",
         strict_user="Translate the following segment into {target}. Output only the translation.\n\n{text}",
@@ -137,6 +206,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
     "hy-mt1.5": PromptTemplate(
         family="hy-mt1.5",
         system=None,
+        markup_instruction=MARKUP_INSTRUCTION,
         # The model card: the Chinese instruction when Chinese is on either side, else the English one.
         user="Translate the following segment into {target}, without additional explanation.\n\n{text}",
         user_zh="将以下文本翻译为{target_zh}，注意只需要输出翻译后的结果，不要额外解释：\n\n{text}",
@@ -152,7 +222,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
 
 # Han, kana, hangul and their fullwidth forms: the characters a strict retry into a language
 # not written with them may not produce (a GBNF grammar llama.cpp enforces while decoding).
-_IDEOGRAPHIC_RANGES = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef"
+IDEOGRAPHIC_RANGES = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef"
 
 
 def script_grammar(source: str, target: str, glossary: Terms = ()) -> str | None:
@@ -164,13 +234,111 @@ def script_grammar(source: str, target: str, glossary: Terms = ()) -> str | None
         return None
     if any(script_counts(translation).keys() & IDEOGRAPHIC_SCRIPTS for _, translation in glossary):
         return None  # a required term is itself written in CJK
-    return f"root ::= [^{_IDEOGRAPHIC_RANGES}]*"
+    return f"root ::= [^{IDEOGRAPHIC_RANGES}]*"
+
+
+MARKUP_GRAMMAR_PERMUTED = 4  # up to this many tags at one level, any order; more keep the source's
+
+
+def markup_grammar(text: str, excluded_ranges: str = "") -> str | None:
+    """A GBNF grammar whose every sentence holds each tag and placeholder of ``text`` exactly
+    once, properly nested, in any order at each level (up to MARKUP_GRAMMAR_PERMUTED), with free
+    text around them that holds no ``<`` (nor the characters in ``excluded_ranges``, a char-class
+    body such as the script grammar's). None when ``text`` has no markup or does not nest."""
+    from mtserve.text import markup
+
+    try:
+        plain, elements = markup.structure(text)
+    except markup.MarkupError:
+        return None
+    found = list(markup.PLACEHOLDER.finditer(plain))
+    if not elements and not found:
+        return None
+    children: dict[int | None, list[tuple[int, str, int | None]]] = {}  # parent -> (position, kind, id)
+    for element in elements.values():
+        children.setdefault(element.parent, []).append((element.start, "tag", element.id))
+    for match in found:  # a placeholder belongs to the innermost paired tag around it
+        holder = None
+        for element in elements.values():
+            inside = not element.void and element.start <= match.start() and match.end() <= element.end
+            if inside and (holder is None or element.start >= elements[holder].start):
+                holder = element.id
+        children.setdefault(holder, []).append((match.start(), match.group(), None))
+    plain_outside = markup.PLACEHOLDER.sub("", plain)
+    excluded = "<" + excluded_ranges
+    for char in "{}%$":
+        if char not in plain_outside and any(char in m.group() for m in found):
+            excluded += "\\" + char if char in "\\]^-" else char
+    rules = [f"t ::= [^{excluded}]*"]
+
+    def literal(value: str) -> str:
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+
+    def level(parent: int | None) -> str:
+        name = f"l{len(rules)}"
+        rules.append("")  # reserve the slot: the children's rules come after it
+        slot = len(rules) - 1
+        items = []
+        for _, kind, id_ in sorted(children.get(parent, []), key=lambda item: item[0]):
+            if id_ is None:
+                items.append(literal(kind))
+                continue
+            element = elements[id_]
+            if element.void:
+                items.append(literal(markup.void_tag(element.name, id_)))
+            else:
+                inner = level(id_)
+                items.append(f"{literal(markup.open_tag(element.name, id_))} {inner} "
+                             f"{literal(markup.close_tag(element.name, id_))}")
+        orders = itertools.permutations(items) if len(items) <= MARKUP_GRAMMAR_PERMUTED else [items]
+        alternatives = [" ".join(["t"] + [f"{item} t" for item in order]) for order in orders]
+        rules[slot] = f"{name} ::= " + " | ".join(f"( {alt} )" for alt in alternatives)
+        return name
+
+    top = level(None)
+    return "\n".join([f"root ::= {top}"] + rules)
+
+
+def transfer_grammar(text: str, translation: str) -> str | None:
+    """A GBNF grammar whose sentences are ``translation`` exactly, with the tags of ``text``
+    allowed at every boundary between words, spaces and punctuation (each tag once is left to the
+    check: a grammar that counts is too large)."""
+    from mtserve.text import markup
+
+    try:
+        _, elements = markup.structure(text)
+    except markup.MarkupError:
+        return None
+    if not elements:
+        return None
+    tags = []
+    for id_, element in sorted(elements.items()):
+        if element.void:
+            tags.append(markup.void_tag(element.name, id_))
+        else:
+            tags += [markup.open_tag(element.name, id_), markup.close_tag(element.name, id_)]
+
+    def literal(value: str) -> str:
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+
+    chunks = re.findall(r"\s+|[^\W_]+|.", translation, flags=re.S)
+    chunks = [piece for chunk in chunks for piece in (list(chunk) if _wide(chunk) else [chunk])]
+    body = " ".join(f"g {literal(chunk)}" for chunk in chunks)
+    return "\n".join([f"root ::= {body} g", "g ::= ( " + " | ".join(literal(t) for t in tags) + " )*"])
+
+
+def _wide(chunk: str) -> bool:
+    from mtserve.text.segment import is_cjk
+
+    return len(chunk) > 1 and any(is_cjk(char) for char in chunk)
 
 
 def plain(template: PromptTemplate) -> PromptTemplate:
     """The template without few-shot examples and, for Qwen, with the one-line baseline prompt."""
     system = PLAIN_SYSTEM if template.family == "qwen" else template.system
-    return replace(template, examples={}, system=system, pair_system={})
+    return replace(template, examples={}, system=system, pair_system={}, markup_examples={})
 
 
 def template_for(family: str) -> PromptTemplate:

@@ -499,8 +499,12 @@ class VllmEngine:
 
     # --- prompts ----------------------------------------------------------------
     def messages(self, request: TranslationRequest) -> Messages:
+        if request.transfer is not None:  # the tags of text put into its translation
+            return self.template.transfer_messages(request.text, request.transfer, request.source,
+                                                   request.target)
         return self.template.messages(request.text, request.source, request.target,
-                                      glossary=request.glossary, strict=request.strict)
+                                      glossary=request.glossary, strict=request.strict,
+                                      markup=request.markup)
 
     def render(self, request: TranslationRequest) -> str:
         """The prompt text: the template's messages through the model's chat template."""

@@ -77,6 +77,18 @@ class InProcessTarget:
         [result] = await self.runtime.service.translate([text], source, target)
         return result.text
 
+    async def translate_markup(self, text: str, source: str, target: str, fmt: str):
+        """(the output, the request's Usage) for the markup eval: html, xml (DeepL's
+        ``ignore_tags=x``) or text."""
+        from mtserve.service.translator import Usage
+        from mtserve.text.html import TagHandling
+
+        assert self.runtime.service is not None
+        usage = Usage()
+        tags = TagHandling("xml", ignore_tags=frozenset({"x"})) if fmt == "xml" else None
+        [result] = await self.runtime.service.translate([text], source, target, fmt, usage=usage, tags=tags)
+        return result.text, usage
+
     def variants(self, text: str, source: str, target: str) -> dict[str, str]:
         from mtserve.text.cleanup import clean_translation, strip_special_tokens
 
@@ -136,6 +148,25 @@ class HttpTarget:
         if response.status_code != 200:
             raise TargetError(f"{self.url}/translate answered {response.status_code}: {response.text[:300]}")
         return response.json()["translatedText"]
+
+    async def translate_markup(self, text: str, source: str, target: str, fmt: str):
+        """(the output, None): a server does not say which outputs took the fallback."""
+        assert self._client is not None
+        if fmt == "xml":
+            body = {"text": [text], "source_lang": source.upper(), "target_lang": target.upper(),
+                    "tag_handling": "xml", "ignore_tags": "x"}
+            headers = {"Authorization": f"DeepL-Auth-Key {self.api_key}"} if self.api_key else {}
+            response = await self._client.post("/v2/translate", json=body, headers=headers)
+            if response.status_code != 200:
+                raise TargetError(f"{self.url}/v2/translate answered {response.status_code}: {response.text[:300]}")
+            return response.json()["translations"][0]["text"], None
+        body: dict = {"q": text, "source": source, "target": target, "format": fmt}
+        if self.api_key:
+            body["api_key"] = self.api_key
+        response = await self._client.post("/translate", json=body)
+        if response.status_code != 200:
+            raise TargetError(f"{self.url}/translate answered {response.status_code}: {response.text[:300]}")
+        return response.json()["translatedText"], None
 
     def describe(self) -> dict:
         return {"kind": "http", "url": self.url, "model": self._server.get("model"),

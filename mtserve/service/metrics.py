@@ -48,6 +48,15 @@ class Metrics:
             "mtserve_prompt_tokens", "Prompt tokens sent to the engine.", registry=r
         )
         self.cache_hits = Counter("mtserve_cache_hits", "Segments served from the cache.", registry=r)
+        self.markup_retries = Counter(
+            "mtserve_markup_retries", "Segments whose inline tags or placeholders came back wrong and "
+            "were translated once more.", registry=r,
+        )
+        self.markup_fallbacks = Counter(
+            "mtserve_markup_fallbacks", "Segments whose inline tags were placed by the fallback (tag-free "
+            "translation, tags put on the matching words), by reason: invalid (the retry failed the "
+            "check too) or not_prompted (a seq2seq engine).", ["reason"], registry=r,
+        )
         self.cache_misses = Counter("mtserve_cache_misses", "Segments sent to the engine.", registry=r)
         self.rejected = Counter(
             "mtserve_rejected", "Requests refused before any work, by reason.", ["reason"], registry=r

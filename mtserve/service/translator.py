@@ -11,13 +11,25 @@ terms occur in it go into the prompt (and the cache key); Traditional Chinese
 goes to the model as Simplified and comes back converted with OpenCC; and the
 guardrails check each output, retrying once with a stricter prompt when it is
 not a translation (``mtserve.service.guardrails``).
+
+Markup inside a sentence (HTML's inline elements, DeepL XML tags, the runs of
+an Office paragraph) travels with it: a segment carries numbered tags and
+placeholders (``mtserve.text.markup``), and the engine translates the sentence
+whole. The output must hold the same tags, properly nested, and every
+placeholder byte-identical; one that does not is retried once (strictly, and on
+llama.cpp under a grammar that requires the tags). If that fails too, or the
+engine does not translate by prompting (seq2seq), the fallback translates the
+tag-free sentence and each tag's content on its own, and puts every tag on the
+words its content became; it never loses markup. Spacing and case at tag edges
+are then set for the target language. ``mtserve_markup_fallbacks`` counts the
+fallbacks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
 from mtserve.engines.base import Engine, ModelInfo, TranslationRequest
@@ -36,11 +48,11 @@ from mtserve.service.glossary import (
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
 from mtserve.settings import Settings
-from mtserve.text import chinese
+from mtserve.text import chinese, markup
 from mtserve.text.cleanup import clean_translation, strip_special_tokens
 from mtserve.text.detect import Detection, LanguageDetector
 from mtserve.text.encoding import repair_mojibake
-from mtserve.text.html import parse_html
+from mtserve.text.html import HTML, TagHandling, parse_html
 from mtserve.text.languages import language_name
 from mtserve.text.punctuation import has_words, passthrough
 from mtserve.text.segment import join_pieces, split_text
@@ -48,7 +60,9 @@ from mtserve.text.spacing import respace_for_target
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("text", "html")
+# text: plain (placeholders kept); html; xml (DeepL tag_handling=xml); markup: the view of
+# ``mtserve.text.markup`` (``<b1>..</b1>``, ``<x2/>``), which document formats send.
+FORMATS = ("text", "html", "xml", "markup")
 ALTERNATIVE_TEMPERATURE = 0.7
 ALTERNATIVE_ROUNDS = 2  # sampling rounds to find N distinct alternatives; the second samples hotter
 CHINESE = ("zh", "zt")
@@ -68,10 +82,14 @@ class Usage:
     prompt_tokens: int = 0
     queue_ms: float = 0.0
     engine_ms: float = 0.0
+    markup_retries: int = 0  # segments whose tags or placeholders came back wrong and were retried
+    markup_fallbacks: int = 0  # segments whose tags were placed by the fallback
 
     def add(self, other: "Usage") -> None:
         self.segments += other.segments
         self.cached_segments += other.cached_segments
+        self.markup_retries += other.markup_retries
+        self.markup_fallbacks += other.markup_fallbacks
         self.generated_tokens += other.generated_tokens
         self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)
@@ -102,6 +120,12 @@ class _Segment:
     request: TranslationRequest | None = None
     terms: dict[str, str] = field(default_factory=dict)
     key: CacheKey | None = None  # where the result is cached; None when it must not be
+    # Its tags and placeholders must come back: the segment as the caller sent it, else None.
+    marked: str | None = None
+    # markup_mode "transfer": the request is the tag-free sentence; its tags go in afterwards
+    transfer: bool = False
+    source: str = ""  # the source language, for the fallback's own requests
+    entries: dict[str, str] = field(default_factory=dict)  # the glossary, for the same
 
 
 @dataclass
@@ -111,6 +135,15 @@ class _Plan:
     segments: list[str]
     assemble: Callable[[list[str]], str]
     gaps: list[str]  # what a streaming preview shows before each segment
+
+
+def _padded(first: str, retry: str) -> str | None:
+    """Why a retry that passes the tag check is still not taken: a grammar that requires the tags
+    can make a small model invent words to hang them on ("... This is a <i1>past</i1> event.")."""
+    before, after = len(markup.strip_tags(first).strip()), len(markup.strip_tags(retry).strip())
+    if after > 1.4 * before + 8:
+        return f"the retry is much longer than the first answer ({after} against {before} characters)"
+    return None
 
 
 class TranslationService:
@@ -177,10 +210,11 @@ class TranslationService:
         return found.language, found
 
     # --- planning ---------------------------------------------------------------
-    def _plan(self, text: str, source: str, target: str, fmt: str) -> _Plan:
-        if fmt == "html":
-            doc = parse_html(text)
-            node_plans = [self._plan(node, source, target, "text") for node in doc.segments]
+    def _plan(self, text: str, source: str, target: str, fmt: str,
+              tags: TagHandling | None = None) -> _Plan:
+        if fmt in ("html", "xml"):
+            doc = parse_html(text, tags or (HTML if fmt == "html" else TagHandling("xml")))
+            node_plans = [self._plan(node, source, target, "markup") for node in doc.segments]
             segments = [seg for plan in node_plans for seg in plan.segments]
 
             def assemble(outputs: list[str]) -> str:
@@ -192,7 +226,13 @@ class TranslationService:
                 return doc.render(rendered)
 
             return _Plan(segments, assemble, [""] + [" "] * (len(segments) - 1))
-        pieces = respace_for_target(split_text(text, source, self.settings.segment_max_chars), target)
+        arguments = markup.icu_arguments(text)
+        if arguments:
+            return self._plan_icu(text, arguments, source, target, fmt)
+        pieces = split_text(text, source, self.settings.segment_max_chars)
+        if fmt == "markup":
+            pieces = markup.keep_tags_whole(pieces)
+        pieces = respace_for_target(pieces, target)
         segments, gaps, gap = [], [], ""
         for piece in pieces:
             if piece.translate:
@@ -203,8 +243,33 @@ class TranslationService:
                 gap += piece.text
         return _Plan(segments, lambda outputs: join_pieces(pieces, outputs), gaps)
 
-    def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None) -> CacheKey:
-        return CacheKey(self.model.model, source, target, "text", segment, canonical(terms or {}))
+    def _plan_icu(self, text: str, arguments: list[markup.IcuArgument], source: str, target: str,
+                  fmt: str) -> _Plan:
+        """An ICU message: the sentence with ``{count}`` for each plural/select argument, and each
+        branch's text on its own (its ``#`` a placeholder); the skeleton is kept."""
+        simple = markup.simple_form(text, arguments)
+        plans = [self._plan(simple, source, target, fmt)]
+        for argument in arguments:
+            plans += [self._plan(markup.branch_text(branch), source, target, fmt)
+                      for _, branch in argument.branches]
+
+        def assemble(outputs: list[str]) -> str:
+            rendered, at = [], 0
+            for plan in plans:
+                rendered.append(plan.assemble(outputs[at:at + len(plan.segments)]))
+                at += len(plan.segments)
+            branches, k = [], 1
+            for argument in arguments:
+                branches.append([markup.branch_back(r) for r in rendered[k:k + len(argument.branches)]])
+                k += len(argument.branches)
+            return markup.rebuild_icu(rendered[0], arguments, branches)
+
+        return _Plan([seg for plan in plans for seg in plan.segments], assemble,
+                     [gap for plan in plans for gap in plan.gaps])
+
+    def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None,
+             fmt: str = "text") -> CacheKey:
+        return CacheKey(self.model.model, source, target, fmt, segment, canonical(terms or {}))
 
     # --- glossary, scripts, guardrails -------------------------------------------
     def glossary_for(self, source: str, target: str, glossary: dict[str, str] | None) -> dict[str, str]:
@@ -238,7 +303,8 @@ class TranslationService:
         return merge(self.named_glossary(glossary_id, source, target, key_id), glossary)
 
     def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
-                        temperature: float = 0.0, seed: int | None = None) -> TranslationRequest:
+                        temperature: float = 0.0, seed: int | None = None,
+                        marked: bool = False) -> TranslationRequest:
         """What the engine sees: Chinese in Simplified script, whatever the caller sent or wants."""
         text = segment
         if source in CHINESE and (source == "zt" or chinese.is_traditional(segment)):
@@ -248,7 +314,7 @@ class TranslationService:
             target = "zh"
             terms = {t: chinese.to_simplified(tr) for t, tr in terms.items()}
         return TranslationRequest(text=text, source=source, target=target, temperature=temperature,
-                                  seed=seed, glossary=tuple(terms.items()))
+                                  seed=seed, glossary=tuple(terms.items()), markup=marked)
 
     @staticmethod
     def _to_target_script(text: str, target: str, terms: dict[str, str]) -> str:
@@ -304,12 +370,14 @@ class TranslationService:
         glossary: dict[str, str] | None = None,
         glossary_id: str | None = None,
         key_id: str | None = None,
+        tags: TagHandling | None = None,
     ) -> list[Translation]:
         """Translate texts as one request: one ticket, one deadline, all segments fair-queued.
 
         ``glossary`` ({term: translation}) adds to the server-wide glossary for this request;
         ``glossary_id`` names a stored glossary that sits between the two (``request_glossary``),
         one the caller with API key ``key_id`` may use.
+        ``tags`` says how markup splits text for ``fmt`` "html" and "xml" (DeepL's parameters).
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
@@ -320,7 +388,7 @@ class TranslationService:
             self.check_pair(src, target)
         async with self.scheduler.ticket(timeout_s, priority) as ticket:
             jobs = [
-                self._translate_one(ticket, text, src, target, fmt, usage, glossary=glossary)
+                self._translate_one(ticket, text, src, target, fmt, usage, glossary=glossary, tags=tags)
                 for text, (src, _) in zip(texts, resolved)
             ]
             outputs = await asyncio.gather(*jobs)
@@ -351,20 +419,21 @@ class TranslationService:
 
     def _prepare(self, text: str, source: str, target: str, fmt: str, usage: Usage,
                  glossary: dict[str, str] | None, temperature: float = 0.0,
-                 seed: int | None = None) -> tuple[_Plan, list[_Segment]]:
+                 seed: int | None = None, tags: TagHandling | None = None) -> tuple[_Plan, list[_Segment]]:
         """Cut a text into segments and decide, once, how each is served: passed through (no
         words), from the cache (greedy decoding only), or by an engine request."""
-        plan = self._plan(text, source, target, fmt)
+        plan = self._plan(text, source, target, fmt, tags)
         entries = self.glossary_for(source, target, glossary)
         segments: list[_Segment] = []
         for segment, gap in zip(plan.segments, plan.gaps):
-            item = _Segment(gap)
+            item = _Segment(gap, source=source, entries=entries)
             segments.append(item)
-            if not has_words(segment):
+            if not has_words(markup.strip_tags(segment) if fmt != "text" else segment):
                 item.output = passthrough(segment, target)
                 continue
-            item.terms = matching_entries(entries, segment)
-            key = self._key(source, target, segment, item.terms)
+            item.marked = self._marked(segment, fmt)
+            item.terms = matching_entries(entries, markup.strip_tags(segment) if item.marked else segment)
+            key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text")
             cached = self.cache.get(key) if temperature == 0 else None
             if cached is not None:
                 item.output = cached
@@ -372,10 +441,29 @@ class TranslationService:
                 self.metrics.cache_hits.inc()
                 continue
             self.metrics.cache_misses.inc()
-            item.request = self._engine_request(segment, source, target, item.terms, temperature, seed)
+            engine_text, marked = segment, item.marked is not None and self.model.prompted
+            has_tags = item.marked is not None and markup.TAG.search(segment) is not None
+            if has_tags and (not self.model.prompted or self.settings.markup_mode == "transfer"):
+                # a seq2seq model gets no tags (the fallback places them); in transfer mode the
+                # sentence is translated as plain text, and its tags go in afterwards
+                engine_text = markup.strip_tags(segment)
+                marked = self.model.prompted and markup.PLACEHOLDER.search(engine_text) is not None
+                item.transfer = self.model.prompted
+            item.request = self._engine_request(engine_text, source, target, item.terms, temperature, seed,
+                                                marked=marked)
             item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
         return plan, segments
+
+    @staticmethod
+    def _marked(segment: str, fmt: str) -> str | None:
+        """The segment, if a translation of it must keep tags or placeholders: in plain text only
+        placeholders count, and a view whose tags do not nest is translated as plain text."""
+        if fmt == "text":
+            return segment if markup.PLACEHOLDER.search(segment) and not markup.TAG.search(segment) else None
+        if not markup.has_markup(segment) or not markup.balanced(segment):
+            return None
+        return segment
 
     async def _complete(self, ticket: Ticket, item: _Segment, outcome, usage: Usage, target: str,
                         guard: bool = True) -> str:
@@ -384,18 +472,112 @@ class TranslationService:
         self._account(usage, outcome)
         item.output = await self._finish(ticket, item.request, outcome, usage, target, item.terms,
                                          guard=guard)
+        if item.marked is not None:
+            item.output = await self._keep_markup(ticket, item, item.output, usage, target)
         if item.key is not None:
             self.cache.put(item.key, item.output)
         return item.output
 
+    # --- markup --------------------------------------------------------------------
+    async def _keep_markup(self, ticket: Ticket, item: _Segment, output: str, usage: Usage,
+                           target: str) -> str:
+        """A marked segment's output with its tags and placeholders: checked, retried once, and
+        if still wrong (or never tried, on a seq2seq engine) placed by the fallback."""
+        source = item.marked
+        assert source is not None and item.request is not None
+        if item.transfer:
+            return await self._transfer_tags(ticket, item, output, usage, target)
+        if not self.model.prompted:
+            reason = "not_prompted"
+            problem: str | None = reason
+        else:
+            reason = "invalid"
+            problem = markup.check(source, output)
+        if problem is not None and self.model.prompted:
+            usage.markup_retries += 1
+            self.metrics.markup_retries.inc()
+            log.info("markup retry", extra={"event": "markup_retry", "detail": problem})
+            retry = replace(item.request, strict=True, markup=True)
+            [again] = await ticket.wait([ticket.submit(retry)])
+            self._account(usage, again)
+            second = self._to_target_script(clean_translation(again.result.text, item.request.text),
+                                            target, item.terms)
+            problem = markup.check(source, second) or _padded(output, second)
+            if problem is None:
+                output = second
+        if problem is not None:
+            usage.markup_fallbacks += 1
+            self.metrics.markup_fallbacks.labels(reason=reason).inc()
+            log.info("markup fallback", extra={"event": "markup_fallback", "reason": reason,
+                                               "detail": problem})
+            output = await self._place_tags(ticket, item, output if reason == "not_prompted" else None,
+                                            usage, target)
+        return markup.fix_edges(source, output, target)
+
+    async def _transfer_tags(self, ticket: Ticket, item: _Segment, plain_output: str, usage: Usage,
+                             target: str) -> str:
+        """markup_mode "transfer": the tag-free translation is done; a second request puts the tags
+        into it (llama.cpp: under a grammar that allows nothing else), and if that fails the check
+        the fallback places them."""
+        source = item.marked
+        assert source is not None and item.request is not None
+        plain_key = self._key(item.source, target, markup.strip_tags(source), item.terms)
+        self.cache.put(plain_key, plain_output)  # the same sentence sent without tags is now a hit
+        request = replace(item.request, text=source, transfer=plain_output, markup=True)
+        [outcome] = await ticket.wait([ticket.submit(request)])
+        self._account(usage, outcome)
+        output = strip_special_tokens(outcome.result.text).strip()
+        problem = markup.check(source, output)
+        if problem is None and markup.strip_tags(output).split() != plain_output.split():
+            problem = "the translation changed while the tags went in"
+        if problem is not None:
+            usage.markup_fallbacks += 1
+            self.metrics.markup_fallbacks.labels(reason="invalid").inc()
+            log.info("markup fallback", extra={"event": "markup_fallback", "reason": "invalid",
+                                               "detail": problem})
+            output = await self._place_tags(ticket, item, plain_output, usage, target)
+        return markup.fix_edges(source, output, target)
+
+    async def _place_tags(self, ticket: Ticket, item: _Segment, plain_output: str | None, usage: Usage,
+                          target: str) -> str:
+        """The fallback: the tag-free sentence translated (unless given), each tag's content
+        translated on its own to find its words, and the tags put on them."""
+        source = item.marked
+        assert source is not None
+        plain, elements = markup.structure(source)
+        contents = {id_: markup.strip_tags(plain[e.start:e.end]).strip() for id_, e in elements.items()
+                    if not e.void and has_words(plain[e.start:e.end])}
+        texts = ([] if plain_output is not None else [markup.strip_tags(source)]) + list(contents.values())
+        translated = await asyncio.gather(*[
+            self._translate_plain(ticket, text, item.source, target, usage, item.entries) for text in texts])
+        if plain_output is None:
+            plain_output, translated = translated[0], translated[1:]
+        return markup.project(source, plain_output, dict(zip(contents, translated)), target)
+
+    async def _translate_plain(self, ticket: Ticket, text: str, source: str, target: str, usage: Usage,
+                               entries: dict[str, str]) -> str:
+        """One sentence translated as plain text (cached, cleaned, guarded), for the fallback."""
+        terms = matching_entries(entries, text)
+        key = self._key(source, target, text, terms)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        request = self._engine_request(text, source, target, terms)
+        [outcome] = await ticket.wait([ticket.submit(request)])
+        self._account(usage, outcome)
+        output = await self._finish(ticket, request, outcome, usage, target, terms)
+        self.cache.put(key, output)
+        return output
+
     async def _translate_one(
         self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
         temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
+        tags: TagHandling | None = None,
     ) -> str:
         shortcut = self._shortcut(text, source, target)
         if shortcut is not None:
             return shortcut[0]
-        plan, segments = self._prepare(text, source, target, fmt, usage, glossary, temperature, seed)
+        plan, segments = self._prepare(text, source, target, fmt, usage, glossary, temperature, seed, tags)
         pending = [item for item in segments if item.request is not None]
         outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
         await asyncio.gather(*[
@@ -484,8 +666,10 @@ class TranslationService:
                 return
             plan, segments = self._prepare(text, src, target, fmt, usage, glossary)
             queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]
-            futures = [ticket.submit(item.request, on_delta=queue.put_nowait) if item.request else None
-                       for item, queue in zip(segments, queues)]
+            # A marked segment streams no raw deltas: they would show the view's tags, and its
+            # final text may still move them (the "segment" event carries it).
+            futures = [ticket.submit(item.request, on_delta=None if item.marked else queue.put_nowait)
+                       if item.request else None for item, queue in zip(segments, queues)]
             for i, (item, future, queue) in enumerate(zip(segments, futures, queues)):
                 if item.gap:
                     yield StreamEvent("delta", {"text": item.gap})

@@ -140,8 +140,9 @@ def test_same_source_and_target_returns_the_text_untouched():
 def test_punctuation_only_segments_never_reach_the_engine():
     engine = FakeEngine()
     with serve(engine) as url:
-        r = translate(url, q="<b>你好</b>！", format="html")
-    assert r.json()["translatedText"] == "<b>&lt;en&gt;你好</b>!"  # engine output is text, so escaped
+        r = translate(url, q="<p><b>你好</b></p><p>！</p>", format="html")
+    # engine output is text, so escaped
+    assert r.json()["translatedText"] == "<p><b>&lt;en&gt;你好</b></p><p>!</p>"
     assert [c.text for c in engine.calls] == ["你好"]
 
 

@@ -67,15 +67,24 @@ def test_markdown_keeps_its_syntax_code_and_link_targets():
                  "(https://example.com/路径 \"标题\")", "(images/图.png)", "[ref]: https://example.com/参考",
                  "][ref]"):
         assert kept in text, kept
-    for segment in ("标题", "链接文字", "强调", "第一项", "加粗", "苹果", "红色的水果", "图片说明", "参考"):
-        assert segment in document.segments, segment
-    # The wrapped paragraph is one segment run, joined across its soft line break.
-    assert any("这一行接着第一段" in s and s.startswith("，") for s in document.segments)
+    for words in ("标题", "链接文字", "强调", "第一项", "加粗", "苹果", "红色的水果", "图片说明", "参考"):
+        assert any(words in segment for segment in document.segments), words
+    # The wrapped paragraph is one marked segment, joined across its soft line break: the code
+    # span is a void tag and the link's text sits in a tag, so the sentence is translated whole.
+    assert "第一段有 <x1/> 和 <a2>链接文字</a2>，这一行接着第一段。" in document.segments
+    assert "第二项 <b1>加粗</b1>" in document.segments
     prose = text.replace('print("代码块不翻译")', "").replace("`代码不翻译`", "")
     prose = prose.replace("title: 不要翻译", "")
     prose = "\n".join(line for line in prose.split("\n")
                       if "example.com" not in line and "图.png" not in line)
     assert not has_han(prose), prose
+
+
+def test_markdown_emphasis_and_links_follow_their_words():
+    document = read_document("a.md", "请在**会议开始前**阅读[手册](https://example.com/m)和`README`。\n".encode())
+    assert document.segments == ["请在<b1>会议开始前</b1>阅读<a2>手册</a2>和<x3/>。"]
+    out = document.render(["Read the <a2>manual</a2> and <x3/> <b1>before the meeting</b1>."], "en")
+    assert out.data.decode() == "Read the [manual](https://example.com/m) and `README` **before the meeting**.\n"
 
 
 def test_markdown_escapes_syntax_the_translation_brings_in():
@@ -166,8 +175,21 @@ def test_json_translates_values_and_keeps_keys():
     assert result["app"]["greeting"] == swap("你好，{name}！")
     assert result["items"][1] == swap("第二项 %s")
     assert result["count"] == 3 and result["enabled"] is True
-    assert result["plural"] == source["plural"]  # ICU messages are left alone
+    # an ICU message is a segment now: the service keeps its skeleton and translates its branches
+    assert result["plural"] == swap(source["plural"])
     assert out.data.decode().startswith('{\n  "app"')  # the source's two-space indent
+
+
+def test_i18n_strings_keep_inline_tags_and_menu_accelerators():
+    data = json.dumps({"save": "点击<b>这里</b>保存<0>文件</0>", "menu": "_File", "open": "&Open",
+                       "legal": "R&D 部门"}, ensure_ascii=False).encode()
+    document = read_document("ui.json", data)
+    assert document.segments == ["点击<b1>这里</b1>保存<g2>文件</g2>", "File", "Open", "R&D 部门"]
+    out = document.render(["Click <b1>here</b1> to save the <g2>file</g2>", "Datei", "Öffnen", "R&D"], "de")
+    assert json.loads(out.data) == {"save": "Click <b>here</b> to save the <0>file</0>", "menu": "_Datei",
+                                    "open": "&Öffnen", "legal": "R&D"}
+    zh = document.render(["点击<b1>这里</b1>保存<g2>文件</g2>", "文件", "打开", "研发部门"], "zh")
+    assert json.loads(zh.data)["menu"] == "文件(_F)" and json.loads(zh.data)["open"] == "打开(&O)"
 
 
 # --- office formats ------------------------------------------------------------------------------
@@ -201,19 +223,47 @@ def test_docx_keeps_styles_tables_images_headers():
         assert a.read("word/media/image1.png") == b.read("word/media/image1.png")
 
 
-def test_docx_mixed_runs_take_the_main_run_and_stay_one_sentence():
+def test_docx_mixed_runs_are_one_sentence_with_the_bold_on_its_words():
     import docx
 
     data = samples.docx_bytes()
     document, out = translate("report.docx", data)
-    assert "这是第一段，其中有加粗的词，然后继续说明情况。" in document.segments
-    source = docx.Document(io.BytesIO(data)).paragraphs[1]
+    assert "这是第一段，<b1>其中有加粗的词</b1>，然后继续说明情况。" in document.segments
     mixed = docx.Document(io.BytesIO(out.data)).paragraphs[1]
-    longest = max(range(len(source.runs)), key=lambda i: len(source.runs[i].text))
-    texts = [r.text for r in mixed.runs]
-    assert sum(bool(t) for t in texts) == 1  # all of it in one run: the longest source run
-    assert texts[longest] == swap("这是第一段，其中有加粗的词，然后继续说明情况。")
-    assert [r.bold for r in mixed.runs] == [r.bold for r in source.runs]  # every run keeps its format
+    assert mixed.text == swap("这是第一段，其中有加粗的词，然后继续说明情况。")
+    assert [(r.text, bool(r.bold)) for r in mixed.runs if r.text] == [
+        (swap("这是第一段，"), False), (swap("其中有加粗的词"), True), (swap("，然后继续说明情况。"), False)]
+
+
+def test_docx_formats_follow_their_words_when_the_translation_reorders_them():
+    import docx
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("请在")
+    bold = paragraph.add_run("会议开始前")
+    bold.bold = True
+    paragraph.add_run("阅读")
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    paragraph._p.append(parse_xml(f'<w:hyperlink {w} w:anchor="manual"><w:r><w:rPr><w:i/></w:rPr>'
+                                  '<w:t>手册</w:t></w:r></w:hyperlink>'))
+    paragraph._p.append(parse_xml(f'<w:r {w}><w:rPr><w:rStyle w:val="FootnoteReference"/></w:rPr>'
+                                  '<w:footnoteReference w:id="1"/></w:r>'))
+    paragraph.add_run("。")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    parsed = read_document("meeting.docx", buffer.getvalue())
+    assert parsed.segments == ["请在<b1>会议开始前</b1>阅读<a2>手册</a2><x3/>。"]
+    out = parsed.render(["Please read the <a2>manual</a2><x3/> <b1>before the meeting starts</b1>."], "en")
+    result = docx.Document(io.BytesIO(out.data)).paragraphs[0]
+    assert result.text == "Please read the manual before the meeting starts."
+    p = result._p
+    assert p.xpath("string(./w:hyperlink)") == "manual" and p.xpath("./w:hyperlink/@w:anchor") == ["manual"]
+    assert p.xpath("./w:hyperlink/w:r/w:rPr/w:i")  # the link keeps its italic
+    assert [r.text for r in result.runs if r.bold] == ["before the meeting starts"]
+    children = [etree.QName(c).localname for c in p if etree.QName(c).localname in ("r", "hyperlink")]
+    references = p.xpath("./w:r[w:footnoteReference]")
+    assert len(references) == 1 and children.index("hyperlink") < list(p).index(references[0])
 
 
 def test_pptx_keeps_slides_shapes_positions_and_notes():
@@ -397,7 +447,7 @@ def test_docx_hyperlinks_stay_links_and_fields_are_kept():
     buffer = io.BytesIO()
     document.save(buffer)
     translated, out = translate("link.docx", buffer.getvalue())
-    assert translated.segments == ["请阅读", "使用手册", "了解详情。"]  # a field's result is not text
+    assert translated.segments == ["请阅读<a1>使用手册</a1>了解详情。"]  # a field's result is not text
     result = docx.Document(io.BytesIO(out.data)).paragraphs[0]._p
     assert result.xpath("string(./w:hyperlink)") == swap("使用手册")
     assert result.xpath("./w:hyperlink/@w:anchor") == ["top"]
@@ -451,7 +501,7 @@ def test_pptx_slide_number_fields_are_kept():
     buffer = io.BytesIO()
     presentation.save(buffer)
     translated, out = translate("number.pptx", buffer.getvalue())
-    assert translated.segments == ["第页"]
+    assert translated.segments == ["第<x1/>页"]  # the slide number sits in the sentence
     title = Presentation(io.BytesIO(out.data)).slides[0].shapes.title.text_frame.paragraphs[0]._p
     assert title.xpath("string(./a:fld)") == "1"
 
@@ -465,3 +515,59 @@ def test_password_protected_pdf_says_so():
     writer.write(buffer)
     with pytest.raises(DocumentError, match="password-protected"):
         read_document("locked.pdf", buffer.getvalue())
+
+
+def test_pptx_runs_keep_their_format_on_their_words():
+    from pptx import Presentation
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    paragraph = slide.shapes.title.text_frame.paragraphs[0]
+    for text, bold in (("我们的", False), ("新产品", True), ("明天发布。", False)):
+        run = paragraph.add_run()
+        run.text, run.font.bold = text, bold
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    parsed = read_document("launch.pptx", buffer.getvalue())
+    assert parsed.segments == ["我们的<b1>新产品</b1>明天发布。"]
+    out = parsed.render(["Our <b1>new product</b1> launches tomorrow."], "en")
+    title = Presentation(io.BytesIO(out.data)).slides[0].shapes.title.text_frame.paragraphs[0]
+    assert [(r.text, bool(r.font.bold)) for r in title.runs] == [
+        ("Our ", False), ("new product", True), (" launches tomorrow.", False)]
+
+
+def test_odt_spans_links_and_notes_follow_their_words():
+    from odf import teletype
+    from odf import text as odf_text
+    from odf.opendocument import OpenDocumentText, load
+    from odf.style import Style, TextProperties
+
+    document = OpenDocumentText()
+    bold = Style(name="Bold", family="text")
+    bold.addElement(TextProperties(fontweight="bold"))
+    document.automaticstyles.addElement(bold)
+    paragraph = odf_text.P(text="他")
+    paragraph.addElement(odf_text.Span(stylename=bold, text="昨天"))
+    paragraph.addText("去了")
+    paragraph.addElement(odf_text.A(href="https://example.com/bj", text="北京"))
+    note = odf_text.Note(id="n1", noteclass="footnote")
+    note.addElement(odf_text.NoteCitation(text="1"))
+    body = odf_text.NoteBody()
+    body.addElement(odf_text.P(text="首都"))
+    note.addElement(body)
+    paragraph.addElement(note)
+    paragraph.addText("。")
+    document.text.addElement(paragraph)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    parsed = read_document("trip.odt", buffer.getvalue())
+    assert parsed.segments == ["他<g1>昨天</g1>去了<a2>北京</a2><x3/>。", "首都"]
+    out = parsed.render(["He went to <a2>Beijing</a2><x3/> <g1>yesterday</g1>.", "the capital"], "en")
+    result = load(io.BytesIO(out.data))
+    [p, _] = result.getElementsByType(odf_text.P)
+    [link] = result.getElementsByType(odf_text.A)
+    [span] = [s for s in result.getElementsByType(odf_text.Span)]
+    assert str(link.getAttribute("href")) == "https://example.com/bj" and teletype.extractText(link) == "Beijing"
+    assert teletype.extractText(span) == "yesterday" and str(span.getAttribute("stylename")) == "Bold"
+    assert teletype.extractText(result.getElementsByType(odf_text.NoteBody)[0]) == "the capital"
+    assert teletype.extractText(p) == "He went to Beijing1the capital yesterday."  # the note holds its body

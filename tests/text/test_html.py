@@ -6,13 +6,19 @@ import random
 
 import pytest
 
+from mtserve.text import markup
 from mtserve.text.html import parse_html
+
+
+def upper(segment: str) -> str:
+    """A visibly different translation that keeps the segment's tags."""
+    return "".join(t.text.upper() if t.kind == "text" else t.text for t in markup.tokens(segment))
 
 
 def shout(html: str) -> str:
     """Render with every segment replaced by a visibly different translation."""
     document = parse_html(html)
-    return document.render([segment.upper() for segment in document.segments])
+    return document.render([upper(segment) for segment in document.segments])
 
 
 @pytest.mark.parametrize("html", [
@@ -56,11 +62,34 @@ def test_random_markup_round_trips() -> None:
         assert all(segment.strip() for segment in document.segments)
 
 
-def test_each_text_node_is_a_segment_and_markup_is_kept() -> None:
+def test_a_block_with_inline_tags_is_one_marked_segment() -> None:
     html = "<p>Hello <b>big <i>wide</i></b> world.</p>"
     document = parse_html(html)
-    assert document.segments == ["Hello", "big", "wide", "world."]
-    assert document.render(["你好", "大", "宽", "世界。"]) == "<p>你好 <b>大 <i>宽</i></b> 世界。</p>"
+    assert document.segments == ["Hello <b1>big <i2>wide</i2></b1> world."]
+    assert document.render(["你好<b1>大<i2>宽</i2></b1>世界。"]) == "<p>你好<b>大<i>宽</i></b>世界。</p>"
+
+
+def test_the_translation_may_move_and_reorder_the_tags() -> None:
+    html = '<p>他<i class="t">昨天</i>去了<a href="/bj">北京</a>。</p>'
+    document = parse_html(html)
+    assert document.segments == ["他<i1>昨天</i1>去了<a2>北京</a2>。"]
+    rendered = document.render(["He went to <a2>Beijing</a2> <i1>yesterday</i1>."])
+    assert rendered == '<p>He went to <a href="/bj">Beijing</a> <i class="t">yesterday</i>.</p>'
+
+
+def test_blocks_split_segments_and_wrapping_tags_stay_outside() -> None:
+    html = "<div><h1><b>标题</b></h1><ul><li>一<em>二</em>三</li><li><img src=a.png>四</li></ul></div>"
+    document = parse_html(html)
+    assert document.segments == ["标题", "一<i1>二</i1>三", "四"]
+    assert document.render(["Title", "one <i1>two</i1> three", "four"]) == (
+        "<div><h1><b>Title</b></h1><ul><li>one <em>two</em> three</li><li><img src=a.png>four</li></ul></div>")
+
+
+def test_text_that_reads_as_a_view_tag_is_kept_as_a_void_tag() -> None:
+    html = "<p>写 &lt;b1&gt; 表示<b>粗体</b></p>"
+    document = parse_html(html)
+    assert document.segments == ["写 <x1/> 表示<b2>粗体</b2>"]
+    assert document.render(["Write <x1/> for <b2>bold</b2>"]) == "<p>Write &lt;b1&gt; for <b>bold</b></p>"
 
 
 def test_whitespace_only_nodes_are_not_segments() -> None:
@@ -112,7 +141,7 @@ def test_untranslated_elements_give_no_segments(html: str) -> None:
 def test_text_after_untranslated_element_is_translated() -> None:
     html = "<p>Run <code>ls -l</code> now.</p><script>x()</script><p>Done</p>"
     document = parse_html(html)
-    assert document.segments == ["Run", "now.", "Done"]
+    assert document.segments == ["Run <x1/> now.", "Done"]
     assert shout(html) == "<p>RUN <code>ls -l</code> NOW.</p><script>x()</script><p>DONE</p>"
 
 
@@ -162,7 +191,8 @@ def test_attribute_with_gt_and_quotes_inside() -> None:
 def test_malformed_markup_survives_translation() -> None:
     html = "<p>Hello <b>world</p> trailing <"
     document = parse_html(html)
-    assert document.render([segment.upper() for segment in document.segments]) == (
+    assert document.segments == ["Hello <x1/>world", "trailing <"]  # the <b> that never closes stays
+    assert document.render([upper(segment) for segment in document.segments]) == (
         "<p>HELLO <b>WORLD</p> TRAILING &lt;"
     )
 
