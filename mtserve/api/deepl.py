@@ -108,12 +108,13 @@ def tag_list(fields: dict[str, Any], name: str) -> frozenset[str]:
 def tag_handling_of(fields: dict[str, Any], kind: str) -> TagHandling:
     """DeepL's tag parameters as the service takes them."""
     outline = fields.get("outline_detection", True)
-    if str(outline).strip().lower() not in ("1", "0", "true", "false"):
+    spelled = str(outline).strip().lower() if isinstance(outline, (str, bool, int)) else None
+    if spelled not in ("1", "0", "true", "false"):
         raise ApiError(400, "Value for 'outline_detection' not supported: use 0 or 1")
     return TagHandling(kind, ignore_tags=tag_list(fields, "ignore_tags"),
                        non_splitting_tags=tag_list(fields, "non_splitting_tags"),
                        splitting_tags=tag_list(fields, "splitting_tags"),
-                       outline_detection=as_bool(outline))
+                       outline_detection=spelled in ("1", "true"))
 
 
 def check_key(request: Request) -> None:
