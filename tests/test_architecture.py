@@ -113,3 +113,30 @@ def test_the_service_knows_nothing_of_http_or_the_cli():
         if name.startswith(("mtserve.service", "mtserve.text", "mtserve.documents")):
             bad = {d for d in deps if d.startswith(("mtserve.api", "mtserve.cli"))}
             assert not bad, f"{name} imports {sorted(bad)}"
+
+
+# The API families: each parses its own shape over api/common.py; none imports another.
+FAMILIES = {
+    "libretranslate": ("mtserve.api.libretranslate",),
+    "deepl": ("mtserve.api.deepl", "mtserve.api.deepl_documents"),
+    "openai": ("mtserve.api.openai",),
+    "files": ("mtserve.api.files",),
+    "ops": ("mtserve.api.ops",),
+}
+
+
+def test_no_api_family_imports_another():
+    graph = import_graph()
+    owner = {module: family for family, modules in FAMILIES.items() for module in modules}
+    assert set(owner) <= set(graph), sorted(set(owner) - set(graph))
+    for module, family in owner.items():
+        foreign = {dep for dep in graph[module] if owner.get(dep, family) != family}
+        assert not foreign, f"{module} imports {sorted(foreign)}"
+
+
+def test_the_api_and_service_never_probe_an_engine_with_getattr():
+    for path in sorted((PACKAGE / "api").glob("*.py")) + sorted((PACKAGE / "service").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
+                target = ast.unparse(node.args[0]) if node.args else ""
+                assert "engine" not in target, f"{path.name}: {ast.unparse(node)}"

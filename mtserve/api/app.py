@@ -9,18 +9,19 @@ import time
 import uuid
 
 from fastapi import FastAPI
-from fastapi_offline import FastAPIOffline
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from mtserve import __version__
+from mtserve.api.deepl import router as deepl_router
+from mtserve.api.deepl_documents import router as deepl_documents_router
 from mtserve.api.errors import BodyTooLarge, error_response, install_error_handlers
 from mtserve.api.files import UPLOAD_PATHS, upload_limit_bytes
 from mtserve.api.files import router as files_router
-from mtserve.api.deepl import router as deepl_router
-from mtserve.api.deepl_documents import router as deepl_documents_router
-from mtserve.api.openai_compat import router as openai_router
-from mtserve.api.routes import router
+from mtserve.api.libretranslate import router as libretranslate_router
+from mtserve.api.openai import router as openai_router
+from mtserve.api.ops import router as ops_router
 from mtserve.api.schemas import DetectRequest, TranslateRequest
 from mtserve.documents.jobs import JobStore
 from mtserve.engines.base import Engine
@@ -216,7 +217,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.jobs = jobs
     install_error_handlers(app)
-    app.include_router(router)
+    app.include_router(libretranslate_router)
+    app.include_router(ops_router)
     app.include_router(deepl_router)
     app.include_router(deepl_documents_router)
     app.include_router(openai_router)

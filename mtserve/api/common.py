@@ -20,8 +20,11 @@ and gets a 400 that says what is wrong instead of an exception that becomes a 50
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Protocol, TypeVar
 
 import pydantic_core
 from fastapi import Request
@@ -29,10 +32,14 @@ from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mtserve.api.errors import ApiError
+from mtserve.api.errors import ApiError, ClientGone, NotReady
 from mtserve.service.access import AccessDenied
 from mtserve.service.runtime import Runtime
+from mtserve.service.translator import StreamEvent, TranslationService, Usage
 from mtserve.settings import Settings
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 JSON_DEPTH_DEFAULT: int = Settings.model_fields["json_max_depth"].default  # where no settings are at hand
 FORM_MAX_FIELDS = 64  # a LibreTranslate or DeepL form has a handful; a list of texts may repeat one
@@ -403,3 +410,107 @@ def _utf8(raw: bytes, what: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ApiError(400, f"could not read the multipart form: {what} is not UTF-8 text") from None
+
+
+# --- running a call --------------------------------------------------------------------------------
+def service_of(request: Request) -> TranslationService:
+    """The running translation service, or a 503 that says why there is none yet."""
+    runtime = runtime_of(request)
+    if runtime.service is None:
+        if runtime.restarting:
+            raise NotReady("the engine is restarting after a fault; retry shortly")
+        if runtime.load_error:
+            raise ApiError(503, f"the model failed to load: {runtime.load_error}")
+        raise NotReady()
+    return runtime.service
+
+
+def charge(request: Request, chars: int) -> None:
+    """Count ``chars`` against the caller's character quota (QuotaExceeded when it is spent)."""
+    runtime_of(request).access.charge(key_id_of(request), chars)
+
+
+def refund(request: Request, chars: int) -> None:
+    runtime_of(request).access.refund(key_id_of(request), chars)
+
+
+async def listen_for_disconnect(request: Request) -> None:
+    """Return when the client closes the connection. Call it only once the body has been read:
+    after that, the next ASGI message is the disconnect (as vLLM's ``with_cancellation`` waits)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
+    """``work``'s result; if the client goes away first, ``work`` is cancelled (its engine work
+    stops) and ClientGone is raised, which the API answers with a bare 499."""
+    task = asyncio.ensure_future(work)
+    listener = asyncio.ensure_future(listen_for_disconnect(request))
+    try:
+        await asyncio.wait({task, listener}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        listener.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if task.cancelled():
+        raise ClientGone()
+    return task.result()
+
+
+async def run_call(request: Request, work: Callable[[], Awaitable[T]], chars_in: int, usage: Usage) -> T:
+    """One translation call of any API family: ``usage`` (which ``work`` fills) recorded for the
+    request's log line and metrics, the caller's quota charged (and given back if the call
+    fails), and the work cancelled if the client goes away (ClientGone); the deadline is the
+    service's."""
+    request.state.usage = usage
+    request.state.chars_in = chars_in
+    charge(request, chars_in)
+    try:
+        return await until_disconnect(request, work())
+    except BaseException:
+        refund(request, chars_in)
+        raise
+
+
+# --- streaming -------------------------------------------------------------------------------------
+async def open_stream(request: Request, events: AsyncIterator[StreamEvent], chars_in: int,
+                      usage: Usage) -> StreamEvent | None:
+    """Start a service stream for the request: usage recorded, quota charged, and its first event
+    pulled now, so an unsupported language, a glossary that does not fit or a full queue is a
+    status before the 200 goes out. None when the stream is empty."""
+    request.state.usage = usage
+    request.state.chars_in = chars_in
+    charge(request, chars_in)
+    try:
+        return await events.__anext__()
+    except StopAsyncIteration:
+        return None
+    except BaseException:
+        refund(request, chars_in)
+        await events.aclose()
+        raise
+
+
+async def relay(request: Request, events: AsyncIterator[StreamEvent], first: StreamEvent | None,
+                render: Callable[[StreamEvent], Iterable[T]],
+                failed: Callable[[str], T]) -> AsyncIterator[T]:
+    """A family's stream body: each service event rendered in the family's shape, the final text's
+    length recorded, and a mid-stream failure reported in-band (the status has been sent)."""
+    try:
+        event = first
+        while event is not None:
+            if event.kind == "done":
+                request.state.chars_out = len(event.data.get("translatedText", ""))
+            for item in render(event):
+                yield item
+            event = await anext(events, None)
+    except Exception as exc:
+        message = str(exc) or type(exc).__name__
+        log.warning("stream failed", extra={"event": "stream_error", "error": message})
+        yield failed(message)
+    finally:
+        await events.aclose()

@@ -25,9 +25,17 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from mtserve.api.common import admit, key_id_of, read_fields, runtime_of, shown, text_field
+from mtserve.api.common import (
+    admit,
+    key_id_of,
+    read_fields,
+    run_call,
+    runtime_of,
+    service_of,
+    shown,
+    text_field,
+)
 from mtserve.api.errors import ApiError
-from mtserve.api.routes import service_of, until_disconnect
 from mtserve.service.glossary import (
     GlossaryError,
     GlossaryForbidden,
@@ -167,13 +175,8 @@ async def translate(request: Request):
         except GlossaryError as exc:
             raise ApiError(400, str(exc)) from None
     usage = Usage()
-    request.state.usage = usage
-    request.state.chars_in = chars
-    work = asyncio.ensure_future(service.translate(texts, source, target, fmt, usage=usage, glossary=glossary,
-                                                   tags=tags))
-    results = await until_disconnect(request, work)
-    if isinstance(results, Response):
-        return results
+    results = await run_call(request, lambda: service.translate(
+        texts, source, target, fmt, usage=usage, glossary=glossary, tags=tags), chars, usage)
     runtime_of(request).usage_chars += chars
     return {
         "translations": [
@@ -193,7 +196,7 @@ async def languages(request: Request):
     kind = (text_field(fields, "type") or "source").lower()
     if kind not in ("source", "target"):
         raise ApiError(400, "Value for 'type' not supported: use source or target")
-    codes = runtime_of(request).engine.languages
+    codes = runtime_of(request).model.languages
     if kind == "source":
         return [{"language": to_deepl(c), "name": language_name(c)} for c in codes if c != "zt"]
     out = []
@@ -216,7 +219,7 @@ async def usage(request: Request):
 @router.get("/glossary-language-pairs")
 async def glossary_language_pairs(request: Request):
     check_key(request)
-    codes = [c for c in runtime_of(request).engine.languages if c != "zt"]
+    codes = [c for c in runtime_of(request).model.languages if c != "zt"]
     return {"supported_languages": [{"source_lang": s, "target_lang": t}
                                     for s in codes for t in codes if s != t]}
 
@@ -227,7 +230,7 @@ async def create_glossary(request: Request):
     settings: Settings = request.app.state.settings
     fields = await fields_of(request)
     check_key(request)
-    supported = runtime_of(request).engine.languages
+    supported = runtime_of(request).model.languages
     for name in ("name", "source_lang", "target_lang", "entries"):
         if not fields.get(name) or not isinstance(fields[name], str):
             raise ApiError(400, f"Missing parameter '{name}'" if not fields.get(name)

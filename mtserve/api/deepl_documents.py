@@ -22,10 +22,9 @@ from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 
-from mtserve.api.common import admit, key_id_of
+from mtserve.api.common import admit, key_id_of, service_of
 from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, fields_of, to_mtserve
 from mtserve.api.errors import ApiError, BodyTooLarge
-from mtserve.api.routes import service_of
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.documents.registry import format_for

@@ -8,15 +8,19 @@ request id so the log line can be found, never a stack trace.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
+from typing import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.engines.base import EngineError
-from mtserve.service.access import AccessDenied, RateLimited
-from mtserve.service.glossary import GlossaryError, UnknownGlossary
+from mtserve.service.access import AccessDenied, QuotaExceeded, RateLimited
+from mtserve.service.glossary import GlossaryError, GlossaryForbidden, GlossaryTooLarge, UnknownGlossary
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
 from mtserve.service.translator import UnsupportedLanguage
 
@@ -36,10 +40,31 @@ class BodyTooLarge(Exception):
         super().__init__(f"the request body is over the limit of {limit} bytes (MTSERVE_MAX_BODY_BYTES)")
 
 
+class ClientGone(Exception):
+    """The client closed the connection before its answer; its work was cancelled."""
+
+
+CLIENT_CLOSED = 499  # nginx's code for "client closed the request"
+
+
 class NotReady(ApiError):
     def __init__(self, message: str = "the model is still loading; retry shortly"):
         super().__init__(503, message, {"Retry-After": "5"})
 
+
+class ErrorBody(BaseModel):
+    """LibreTranslate's error shape, as the OpenAPI document shows it."""
+
+    error: str
+
+
+# The error responses the OpenAPI document lists for the routes that translate.
+ERRORS = {
+    400: {"model": ErrorBody, "description": "Invalid request: the message says what to fix."},
+    413: {"model": ErrorBody, "description": "Over a size limit (characters or texts)."},
+    503: {"model": ErrorBody, "description": "Loading or at capacity; see Retry-After."},
+    504: {"model": ErrorBody, "description": "The request's deadline passed."},
+}
 
 OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                       404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
@@ -72,6 +97,61 @@ def describe_validation_error(exc: RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
+# One table: which service exception is which status, with its headers. Each API family renders
+# the message in its own shape (``error_body``); a family may name its own status for one (DeepL's
+# 456 for a spent quota). The first class that matches wins, so subclasses come first.
+def _retry_after(seconds: Callable[[Exception], object]) -> Callable[[Exception], dict[str, str]]:
+    return lambda exc: {"Retry-After": str(seconds(exc))}
+
+
+@dataclass(frozen=True)
+class ErrorStatus:
+    status: int
+    headers: Callable[[Exception], dict[str, str]] = lambda exc: {}
+    family_status: dict[str, int] = field(default_factory=dict)  # path prefix -> status
+
+
+STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
+    (UnsupportedLanguage, ErrorStatus(400)),
+    (UnknownGlossary, ErrorStatus(404)),
+    (GlossaryForbidden, ErrorStatus(403)),
+    (GlossaryTooLarge, ErrorStatus(413)),
+    (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries
+    (AccessDenied, ErrorStatus(403)),
+    (QuotaExceeded, ErrorStatus(429, family_status={"/v2/": 456})),  # DeepL: "Quota exceeded"
+    (RateLimited, ErrorStatus(429, _retry_after(lambda exc: exc.retry_after_s))),
+    (BodyTooLarge, ErrorStatus(413)),
+    (LimitExceeded, ErrorStatus(413)),
+    (TooManyDocuments, ErrorStatus(503, lambda exc: {"Retry-After": "30"})),
+    (DocumentError, ErrorStatus(400)),
+    (QueueFull, ErrorStatus(503, _retry_after(lambda exc: exc.retry_after_s))),
+    (SchedulerStopped, ErrorStatus(503, lambda exc: {"Retry-After": "5"})),
+    (DeadlineExceeded, ErrorStatus(504)),
+)
+# What a family's clients are told to read for the languages, after a service message.
+LANGUAGE_HINTS = {"/v2/": "see GET /v2/languages", "/v1/": "see GET /v1/models", "": "see GET /languages"}
+
+
+def status_of(exc: Exception, path: str = "") -> tuple[int, dict[str, str]] | None:
+    """(status, headers) of a service exception for a request to ``path``; None for a real fault."""
+    for kind, entry in STATUS_OF:
+        if isinstance(exc, kind):
+            status = next((s for prefix, s in entry.family_status.items() if path.startswith(prefix)),
+                          entry.status)
+            return status, entry.headers(exc)
+    return None
+
+
+def message_of(exc: Exception, path: str = "") -> str:
+    message = str(exc)
+    if isinstance(exc, DeadlineExceeded):
+        return f"translation did not finish within the deadline ({message}); send shorter text or retry"
+    if isinstance(exc, UnsupportedLanguage):
+        hint = next(h for prefix, h in LANGUAGE_HINTS.items() if path.startswith(prefix))
+        return f"{message} ({hint})"
+    return message
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError):
@@ -90,44 +170,19 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"method {request.method} is not allowed on {request.url.path}; see /docs"
         return error_response(exc.status_code, message, getattr(exc, "headers", None), path=request.url.path)
 
-    @app.exception_handler(UnsupportedLanguage)
-    async def _language(request: Request, exc: UnsupportedLanguage):
-        return error_response(400, str(exc), path=request.url.path)
+    @app.exception_handler(ClientGone)
+    async def _gone(request: Request, exc: ClientGone):
+        return Response(status_code=CLIENT_CLOSED)  # nobody is there to read a body
 
-    @app.exception_handler(UnknownGlossary)
-    async def _unknown_glossary(request: Request, exc: UnknownGlossary):
-        return error_response(404, str(exc), path=request.url.path)
+    async def _mapped(request: Request, exc: Exception):
+        found = status_of(exc, request.url.path)
+        if found is None:
+            return _internal(request, exc)
+        status, headers = found
+        return error_response(status, message_of(exc, request.url.path), headers or None, path=request.url.path)
 
-    @app.exception_handler(GlossaryError)  # a glossary_id whose pair does not fit, bad entries
-    async def _glossary(request: Request, exc: GlossaryError):
-        return error_response(400, str(exc), path=request.url.path)
-
-    @app.exception_handler(AccessDenied)
-    async def _denied(request: Request, exc: AccessDenied):
-        return error_response(403, str(exc), path=request.url.path)
-
-    @app.exception_handler(RateLimited)
-    async def _limited(request: Request, exc: RateLimited):
-        return error_response(429, str(exc), {"Retry-After": str(exc.retry_after_s)}, path=request.url.path)
-
-    @app.exception_handler(BodyTooLarge)
-    async def _too_large(request: Request, exc: BodyTooLarge):
-        return error_response(413, str(exc), path=request.url.path)
-
-    @app.exception_handler(QueueFull)
-    async def _full(request: Request, exc: QueueFull):
-        return error_response(503, str(exc), {"Retry-After": str(exc.retry_after_s)}, path=request.url.path)
-
-    @app.exception_handler(SchedulerStopped)
-    async def _stopped(request: Request, exc: SchedulerStopped):
-        return error_response(503, str(exc), {"Retry-After": "5"}, path=request.url.path)
-
-    @app.exception_handler(DeadlineExceeded)
-    async def _deadline(request: Request, exc: DeadlineExceeded):
-        return error_response(
-            504, f"translation did not finish within the deadline ({exc}); send shorter text or retry",
-            path=request.url.path,
-        )
+    for kind, _ in STATUS_OF:
+        app.add_exception_handler(kind, _mapped)
 
     @app.exception_handler(EngineError)
     async def _engine(request: Request, exc: EngineError):

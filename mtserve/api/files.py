@@ -10,12 +10,11 @@ work itself lives in ``mtserve.documents``; these routes only parse and map.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse
 from sse_starlette.sse import EventSourceResponse
 
 from mtserve.api.common import (
@@ -29,10 +28,11 @@ from mtserve.api.common import (
     read_upload,
     request_key,
     runtime_of,
+    service_of,
     shown,
+    until_disconnect,
 )
-from mtserve.api.errors import ApiError, BodyTooLarge
-from mtserve.api.routes import ERRORS, service_of, until_disconnect
+from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.service.access import AccessDenied
@@ -206,9 +206,7 @@ async def translate_file(request: Request):
     """Translate a document and answer with the URL to download it from (LibreTranslate's contract)."""
     job = await _submit(request)
     store = jobs_of(request)
-    finished = await until_disconnect(request, asyncio.ensure_future(store.wait(job)))
-    if isinstance(finished, Response):
-        return finished
+    await until_disconnect(request, store.wait(job))
     if job.status is not JobStatus.DONE:
         raise ApiError(job.error_status or 500, job.error or f"the translation was {job.status.value}")
     return {"translatedFileUrl": _download_url(request, job)}

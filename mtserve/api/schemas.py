@@ -80,7 +80,3 @@ class LanguageInfo(BaseModel):
     code: str
     name: str
     targets: list[str]
-
-
-class ErrorBody(BaseModel):
-    error: str

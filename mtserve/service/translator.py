@@ -182,13 +182,13 @@ class TranslationService:
                 shown = repr(code) if len(code) <= 40 else repr(code[:40]) + "..."  # not echoed back whole
                 raise UnsupportedLanguage(
                     f"{role} language {shown} is not supported by model {self.model.model!r}; "
-                    f"use one of: {', '.join(supported)} (see GET /languages)"
+                    f"use one of: {', '.join(supported)}"
                 )
         # A Marian model knows two languages but translates one direction only.
         if source != "auto" and source != target and not self.model.supports(source, target):
             raise UnsupportedLanguage(
                 f"model {self.model.model!r} does not translate {source} -> {target}; "
-                f"see GET /languages for the targets of each source"
+                f"each source has its own targets"
             )
 
     def repair(self, text: str) -> str:

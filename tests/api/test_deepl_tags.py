@@ -7,7 +7,7 @@ import re
 
 import httpx
 
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.quality.helpers import ScriptedEngine
 
 

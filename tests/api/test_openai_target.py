@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from mtserve.api.errors import ApiError
-from mtserve.api.openai_compat import NAME_TO_CODE, resolve_languages
+from mtserve.api.openai import NAME_TO_CODE, resolve_languages
 from tests.servers import serve
 from tests.fakes import FakeEngine
 

@@ -18,7 +18,6 @@ streamed text equals the final text.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -35,13 +34,16 @@ from mtserve.api.common import (
     int_field,
     json_type,
     object_field,
+    open_stream,
     read_json,
+    relay,
+    run_call,
     runtime_of,
+    service_of,
     shown,
     text_field,
 )
 from mtserve.api.errors import ApiError
-from mtserve.api.routes import service_of, until_disconnect
 from mtserve.service.translator import Usage
 from mtserve.settings import Settings
 from mtserve.text.languages import CHINESE_NAMES, LANGUAGES
@@ -166,8 +168,8 @@ async def list_models(request: Request):
     authorize(request)
     runtime = runtime_of(request)
     created = int(runtime.started_at)
-    codes = runtime.engine.languages
-    ids = [runtime.engine.model_name, "mtserve"] + [
+    codes = runtime.model.languages
+    ids = [runtime.model.model, "mtserve"] + [
         f"mtserve-{s}-{t}" for s in ("auto", *codes) for t in codes if s != t and ("en" in (s, t) or "zh" in (s, t) or s == "auto")
     ]
     return {"object": "list",
@@ -184,20 +186,16 @@ async def chat_completions(request: Request):
     stream = flag_field(body, "stream")
     stream_options = object_field(body, "stream_options") or {}
     service = service_of(request)
-    model = text_field(body, "model") or runtime_of(request).engine.model_name
+    model = text_field(body, "model") or runtime_of(request).model.model
     usage = Usage()
-    request.state.usage = usage
-    request.state.chars_in = len(text)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     if stream:
         include_usage = flag_field(stream_options, "include_usage")
         return await _stream(request, service, text, source, target, model, completion_id, created,
                              usage, include_usage)
-    work = asyncio.ensure_future(service.translate([text], source, target, usage=usage))
-    results = await until_disconnect(request, work)
-    if not isinstance(results, list):
-        return results
+    results = await run_call(request, lambda: service.translate([text], source, target, usage=usage),
+                             len(text), usage)
     translation = results[0].text
     request.state.chars_out = len(translation)
     return {
@@ -215,41 +213,39 @@ def usage_json(usage: Usage) -> dict:
 
 async def _stream(request, service, text, source, target, model, completion_id, created, usage, include_usage):
     events = service.stream(text, source, target, usage=usage)
-    first = await events.__anext__()  # errors (language, queue) surface before the 200
+    first = await open_stream(request, events, len(text), usage)  # errors surface before the 200
 
     def chunk(delta: dict, finish: str | None = None) -> str:
         payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
         return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
+    streamed = [""]  # what the chunks have said so far
+
+    def render(event) -> list[str]:
+        if event.kind == "segment":  # one chunk per translated, cleaned sentence
+            piece = event.data["gap"] + event.data["text"]
+            streamed[0] += piece
+            return [chunk({"content": piece})]
+        if event.kind != "done":
+            return []
+        final, out = event.data["translatedText"], []
+        if final.startswith(streamed[0]) and len(final) > len(streamed[0]):
+            out.append(chunk({"content": final[len(streamed[0]):]}))  # trailing whitespace
+        out.append(chunk({}, "stop"))
+        if include_usage:
+            payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                       "model": model, "choices": [], "usage": usage_json(usage)}
+            out.append(f"data: {json.dumps(payload)}\n\n")
+        return out + ["data: [DONE]\n\n"]
+
+    def failed(message: str) -> str:
+        return f"data: {json.dumps({'error': {'message': message, 'type': 'server_error'}})}\n\n"
+
     async def sse():
-        streamed = ""
-        try:
-            yield chunk({"role": "assistant", "content": ""})
-            event = first
-            while True:
-                if event.kind == "segment":
-                    piece = event.data["gap"] + event.data["text"]
-                    streamed += piece
-                    yield chunk({"content": piece})
-                elif event.kind == "done":
-                    final = event.data["translatedText"]
-                    if final.startswith(streamed) and len(final) > len(streamed):
-                        yield chunk({"content": final[len(streamed):]})  # trailing whitespace
-                    request.state.chars_out = len(final)
-                    break
-                event = await events.__anext__()
-            yield chunk({}, "stop")
-            if include_usage:
-                payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
-                           "model": model, "choices": [], "usage": usage_json(usage)}
-                yield f"data: {json.dumps(payload)}\n\n"
-            yield "data: [DONE]\n\n"
-        except Exception as exc:  # mid-stream: the status is sent, so report in-band
-            error = {"error": {"message": str(exc) or type(exc).__name__, "type": "server_error"}}
-            yield f"data: {json.dumps(error)}\n\n"
-        finally:
-            await events.aclose()
+        yield chunk({"role": "assistant", "content": ""})
+        async for item in relay(request, events, first, render, failed):
+            yield item
 
     return StreamingResponse(sse(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

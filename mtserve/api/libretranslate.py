@@ -1,35 +1,43 @@
-"""LibreTranslate-compatible routes, streaming, health and metrics.
+"""The LibreTranslate family: /translate, its stream, /languages, /detect, /frontend/settings, the WebUI.
 
-Routes parse and validate, call the translation service, and shape the
-answer. Translation logic lives in ``mtserve.service``; no engine is named here.
+Each route parses LibreTranslate's shape, calls the shared path in
+``mtserve.api.common``, and shapes LibreTranslate's answer. Translation logic
+lives in ``mtserve.service``; no engine is named here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ValidationError
 from sse_starlette.sse import EventSourceResponse
 
-from mtserve.api.common import admit, authorize, key_id_of, read_fields, runtime_of, validation_context
-from mtserve.api.errors import ApiError, NotReady, describe_validation_error
+from mtserve.api.common import (
+    admit,
+    key_id_of,
+    open_stream,
+    read_fields,
+    relay,
+    run_call,
+    runtime_of,
+    service_of,
+    validation_context,
+)
+from mtserve.api.errors import ERRORS, ApiError, ErrorBody, describe_validation_error
 from mtserve.api.schemas import (
     DetectedLanguage,
     DetectRequest,
-    ErrorBody,
     LanguageInfo,
     TranslateRequest,
     TranslateResponse,
 )
 from mtserve.service.glossary import GlossaryTooLarge, check_request_entries
-from mtserve.service.translator import TranslationService, Usage
+from mtserve.service.translator import StreamEvent, Usage
 from mtserve.settings import Settings
 from mtserve.text.languages import language_name
 from mtserve.webui import STATIC_DIR
@@ -38,14 +46,6 @@ log = logging.getLogger(__name__)
 router = APIRouter()
 Model = TypeVar("Model", bound=BaseModel)
 
-CLIENT_CLOSED = 499  # nginx's code for "client closed the request"
-DISCONNECT_POLL_S = 0.25
-ERRORS = {
-    400: {"model": ErrorBody, "description": "Invalid request: the message says what to fix."},
-    413: {"model": ErrorBody, "description": "Over a size limit (characters or texts)."},
-    503: {"model": ErrorBody, "description": "Loading or at capacity; see Retry-After."},
-    504: {"model": ErrorBody, "description": "The request's deadline passed."},
-}
 TRANSLATE_ERRORS = {
     **ERRORS, 404: {"model": ErrorBody, "description": "No stored glossary has that glossary_id."},
 }
@@ -65,17 +65,6 @@ def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
 
 
 # --- helpers -------------------------------------------------------------------
-def service_of(request: Request) -> TranslationService:
-    runtime = runtime_of(request)
-    if runtime.service is None:
-        if runtime.restarting:
-            raise NotReady("the engine is restarting after a fault; retry shortly")
-        if runtime.load_error:
-            raise ApiError(503, f"the model failed to load: {runtime.load_error}")
-        raise NotReady()
-    return runtime.service
-
-
 def validate_as(request: Request, model: type[Model], data: dict[str, Any]) -> Model:
     """The fields as ``model``, or a 400 that names each field that is wrong."""
     try:
@@ -114,19 +103,6 @@ def deadline_s(req: TranslateRequest, settings: Settings) -> float:
     return min(req.timeout, settings.request_timeout_s)
 
 
-async def until_disconnect(request: Request, work: asyncio.Future) -> Any:
-    """Await ``work``, cancelling it if the client goes away first."""
-    while True:
-        done, _ = await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
-        if done:
-            return work.result()
-        if await request.is_disconnected():
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await work
-            return Response(status_code=CLIENT_CLOSED)
-
-
 def detected_json(detection) -> dict[str, Any] | None:
     if detection is None:
         return None
@@ -160,16 +136,10 @@ async def translate(request: Request):
     texts = validate_translate(req, settings)
     service = service_of(request)
     usage = Usage()
-    request.state.usage = usage
-    request.state.chars_in = sum(len(t) for t in texts)
-    work = asyncio.ensure_future(
-        service.translate(texts, req.source, req.target, req.format, req.alternatives,
-                          timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
-                          glossary_id=req.glossary_id, key_id=key_id_of(request))
-    )
-    results = await until_disconnect(request, work)
-    if isinstance(results, Response):
-        return results
+    results = await run_call(request, lambda: service.translate(
+        texts, req.source, req.target, req.format, req.alternatives, timeout_s=deadline_s(req, settings),
+        usage=usage, glossary=req.glossary, glossary_id=req.glossary_id, key_id=key_id_of(request),
+    ), sum(len(t) for t in texts), usage)
     request.state.chars_out = sum(len(r.text) for r in results)
     single = not isinstance(req.q, list)
     body: dict[str, Any] = {
@@ -201,35 +171,20 @@ async def _stream(request: Request, req: TranslateRequest):
     validate_translate(req, settings)
     service = service_of(request)
     usage = Usage()
-    request.state.usage = usage
-    request.state.chars_in = len(req.q)
     events = service.stream(req.q, req.source, req.target, req.format,
                             timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
                             glossary_id=req.glossary_id, key_id=key_id_of(request))
-    # Fail before the 200 goes out: unsupported languages, a glossary_id that does not fit, a full queue.
-    try:
-        first = await events.__anext__()
-    except StopAsyncIteration:
-        first = None
+    first = await open_stream(request, events, len(req.q), usage)
 
-    async def sse():
-        try:
-            if first is not None:
-                yield {"event": first.kind, "data": json.dumps(first.data, ensure_ascii=False)}
-            async for event in events:
-                if event.kind == "segment":  # the OpenAI stream's granularity; not part of this protocol
-                    continue
-                if event.kind == "done":
-                    request.state.chars_out = len(event.data.get("translatedText", ""))
-                yield {"event": event.kind, "data": json.dumps(event.data, ensure_ascii=False)}
-        except Exception as exc:  # mid-stream: the status is sent, so report in-band
-            message = str(exc) or type(exc).__name__
-            log.warning("stream failed", extra={"event": "stream_error", "error": message})
-            yield {"event": "error", "data": json.dumps({"error": message}, ensure_ascii=False)}
-        finally:
-            await events.aclose()
+    def render(event: StreamEvent) -> list[dict[str, str]]:
+        if event.kind == "segment":  # the OpenAI stream's granularity; not part of this protocol
+            return []
+        return [{"event": event.kind, "data": json.dumps(event.data, ensure_ascii=False)}]
 
-    return EventSourceResponse(sse(), ping=15)
+    def failed(message: str) -> dict[str, str]:
+        return {"event": "error", "data": json.dumps({"error": message}, ensure_ascii=False)}
+
+    return EventSourceResponse(relay(request, events, first, render, failed), ping=15)
 
 
 @router.post(
@@ -255,14 +210,8 @@ async def translate_stream_get(request: Request, q: str, target: str, source: st
 @router.get("/languages", response_model=list[LanguageInfo])
 async def languages(request: Request):
     """Languages the loaded model translates, each with its possible targets."""
-    engine = runtime_of(request).engine
-    codes = engine.languages
-    supports = getattr(engine, "supports", None)  # a Marian model translates one direction
-
-    def targets(source: str) -> list[str]:
-        return [t for t in codes if t != source and (supports is None or supports(source, t))]
-
-    return [LanguageInfo(code=c, name=language_name(c), targets=targets(c)) for c in codes]
+    model = runtime_of(request).model  # a Marian model translates one direction: its pairs say which
+    return [LanguageInfo(code=c, name=language_name(c), targets=model.targets(c)) for c in model.languages]
 
 
 @router.post("/detect", response_model=list[DetectedLanguage], responses=ERRORS,
@@ -298,54 +247,6 @@ async def frontend_settings(request: Request):
             "source": {"code": "zh", "name": language_name("zh")},
             "target": {"code": "en", "name": language_name("en")},
         },
-        "model": runtime.engine.model_name,
-        "engine": runtime.engine.name,
+        "model": runtime.model.model,
+        "engine": runtime.model.engine,
     }
-
-
-# --- operations -----------------------------------------------------------------------
-@router.get("/health")
-async def health(request: Request):
-    """Readiness with details: 200 once the model is loaded, 503 before (or if loading failed)."""
-    runtime = runtime_of(request)
-    body = {
-        "status": "ready" if runtime.ready else (
-            "restarting" if runtime.restarting else "error" if runtime.load_error else "loading"
-        ),
-        "restarts": runtime.restarts,
-        "live": True,
-        "ready": runtime.ready,
-        "model": runtime.engine.model_name,
-        "engine": runtime.engine.name,
-    }
-    if runtime.load_error:
-        body["error"] = runtime.load_error
-    if runtime.service is not None:
-        body["queue"] = {
-            "admitted": runtime.service.scheduler.admitted,
-            "segments_waiting": runtime.service.scheduler.segments_waiting,
-            "max_queue": runtime.service.scheduler.max_queue,
-        }
-    return JSONResponse(body, status_code=200 if runtime.ready else 503)
-
-
-@router.get("/health/live")
-async def health_live():
-    """Liveness: the process answers. Never depends on the model."""
-    return {"live": True}
-
-
-@router.get("/health/ready")
-async def health_ready(request: Request):
-    """Readiness alone, for load balancers."""
-    runtime = runtime_of(request)
-    return JSONResponse({"ready": runtime.ready}, status_code=200 if runtime.ready else 503)
-
-
-@router.get("/metrics", include_in_schema=False)
-async def metrics(request: Request):
-    """Prometheus metrics; with metrics_require_key on, only for a valid key (Authorization: Bearer)."""
-    settings: Settings = request.app.state.settings
-    if settings.metrics_require_key:
-        authorize(request, required=True)
-    return Response(generate_latest(runtime_of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
