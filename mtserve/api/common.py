@@ -33,7 +33,8 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mtserve.api.errors import ApiError, ClientGone, NotReady
-from mtserve.service.access import AccessDenied
+from mtserve.documents.jobs import Job, JobStore
+from mtserve.service.access import AccessDenied, QuotaExceeded
 from mtserve.service.runtime import Runtime
 from mtserve.service.translator import StreamEvent, TranslationService, Usage
 from mtserve.settings import Settings
@@ -474,6 +475,25 @@ async def run_call(request: Request, work: Callable[[], Awaitable[T]], chars_in:
     except BaseException:
         refund(request, chars_in)
         raise
+
+
+# --- documents -------------------------------------------------------------------------------------
+async def queue_document(request: Request, store: JobStore, filename: str, data: bytes, source: str,
+                         target: str, glossary: dict[str, str] | None = None,
+                         glossary_id: str | None = None) -> Job:
+    """Queue a document job for any family (files, DeepL's /v2/document): parsed and checked by
+    the job store, and its characters charged to the caller's quota; a job the quota cannot pay
+    for is removed again (QuotaExceeded)."""
+    job = await store.submit(service_of(request), filename, data, source, target, glossary,
+                             glossary_id=glossary_id, key_id=key_id_of(request))
+    request.state.chars_in = job.chars
+    try:
+        charge(request, job.chars)
+    except QuotaExceeded:
+        await store.cancel(job)  # stops it
+        await store.cancel(job)  # and, finished now, deletes it
+        raise
+    return job
 
 
 # --- streaming -------------------------------------------------------------------------------------

@@ -209,10 +209,15 @@ async def languages(request: Request):
 @router.get("/usage", operation_id="deepl_usage_get")
 @router.post("/usage", operation_id="deepl_usage_post")
 async def usage(request: Request):
-    """Characters translated through /v2 since start; mtserve sets no quota."""
+    """The caller's key: characters used this period and its quota. Without a key, or with no
+    quota on it: the characters translated through /v2 since start, and no real limit."""
     check_key(request)
     runtime = runtime_of(request)
-    return {"character_count": runtime.usage_chars, "character_limit": 1_000_000_000_000}
+    used = runtime.access.usage(key_id_of(request))
+    if used is not None and used[1]:
+        return {"character_count": used[0], "character_limit": used[1]}
+    return {"character_count": runtime.usage_chars if used is None else used[0],
+            "character_limit": 1_000_000_000_000}
 
 
 # --- glossaries ---------------------------------------------------------------------------

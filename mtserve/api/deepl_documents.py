@@ -22,10 +22,10 @@ from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 
-from mtserve.api.common import admit, key_id_of, service_of
+from mtserve.api.common import admit, queue_document, service_of
 from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, fields_of, to_mtserve
 from mtserve.api.errors import ApiError, BodyTooLarge
-from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
+from mtserve.documents.base import DocumentError
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.documents.registry import format_for
 
@@ -97,15 +97,7 @@ async def _queue(request: Request, store: JobStore, form) -> dict:
         if len(data) > store.max_bytes:
             raise ApiError(413, f"The document is over {store.settings.files_max_mb:g} MB, the limit "
                                 "(MTSERVE_FILES_MAX_MB)")
-    try:
-        job = await store.submit(service, filename, bytes(data), source, target, None,
-                                 glossary_id=glossary_id, key_id=key_id_of(request))
-    except LimitExceeded as exc:
-        raise ApiError(413, str(exc)) from None
-    except TooManyDocuments as exc:
-        raise ApiError(503, str(exc), {"Retry-After": "30"}) from None
-    except DocumentError as exc:
-        raise ApiError(400, str(exc)) from None
+    job = await queue_document(request, store, filename, bytes(data), source, target, None, glossary_id)
     request.app.state.runtime.usage_chars += job.chars
     return {"document_id": job.id, "document_key": store.document_key(job)}
 

@@ -24,7 +24,7 @@ from mtserve.api.common import (
     authorize,
     decode_json,
     json_max_depth,
-    key_id_of,
+    queue_document,
     read_upload,
     request_key,
     runtime_of,
@@ -33,7 +33,6 @@ from mtserve.api.common import (
     until_disconnect,
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge
-from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.service.access import AccessDenied
 from mtserve.settings import Settings
@@ -156,7 +155,7 @@ async def _submit(request: Request) -> Job:
     fields = upload.fields
     if key is None and not (gate and gate.admitted):
         admit(request, fields.get("api_key") or None)
-    service = service_of(request)
+    service_of(request)  # a 503 before the upload is queued, while the model loads
     if upload.content is None:
         raise ApiError(400, "the form has no file; send the document in a field named 'file'")
     target = fields.get("target", "").strip()
@@ -165,15 +164,8 @@ async def _submit(request: Request) -> Job:
         raise ApiError(400, "target is missing; send the target language code, e.g. target=en")
     glossary = _glossary(fields.get("glossary"), json_max_depth(request), store.settings.glossary_request_entries)
     glossary_id = fields.get("glossary_id", "").strip() or None
-    try:
-        return await store.submit(service, upload.filename or "", upload.content, source, target, glossary,
-                                  glossary_id=glossary_id, key_id=key_id_of(request))
-    except LimitExceeded as exc:
-        raise ApiError(413, str(exc)) from None
-    except TooManyDocuments as exc:
-        raise ApiError(503, str(exc), {"Retry-After": "30"}) from None
-    except DocumentError as exc:
-        raise ApiError(400, str(exc)) from None
+    return await queue_document(request, store, upload.filename or "", upload.content, source, target,
+                                glossary, glossary_id)
 
 
 def _glossary(value: str | None, max_depth: int, max_entries: int = 0) -> dict[str, str] | None:
