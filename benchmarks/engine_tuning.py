@@ -71,7 +71,8 @@ def run(engine: LlamaCppEngine, texts: list[str], clients: int) -> dict:
             latency = time.perf_counter() - t0
             timings = engine.last_timings() or {}
             with lock:
-                rows.append({"latency": latency, "tokens": result.generated_tokens, **timings, "text": result.text})
+                rows.append({"latency": latency, "tokens": result.generated_tokens, **timings,
+                             "text": result.text})
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
@@ -141,9 +142,10 @@ def main() -> None:
             round((len(a["rows"]) / a["wall"]) / (len(b["rows"]) / b["wall"]), 3)
             for a, b in zip(results[name], results[base])
         ]
-        row["same_output_as_first"] = sum(x in outputs[base] for x in outputs[name]) / max(1, len(outputs[name]))
-    print(json.dumps({"model": args.model, "clients": args.clients, "variants": args.variant, "results": table},
-                     indent=1, ensure_ascii=False))
+        same = sum(x in outputs[base] for x in outputs[name])
+        row["same_output_as_first"] = same / max(1, len(outputs[name]))
+    print(json.dumps({"model": args.model, "clients": args.clients, "variants": args.variant,
+                      "results": table}, indent=1, ensure_ascii=False))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"args": vars(args), "results": table}, fh, indent=1)

@@ -169,3 +169,16 @@ def metric_value(url: str, sample: str, default: float | None = None) -> float:
     if default is None:
         raise AssertionError(f"{sample} not in /metrics")
     return default
+
+
+GENERATED_TOKENS = "mtserve_generated_tokens_total"
+
+
+@contextlib.contextmanager
+def engine_generates(url: str) -> Iterator[None]:
+    """Fail unless the engine generated tokens inside the block: the answer came from the model,
+    not from a cache or a shortcut. Requests must not run concurrently with the block."""
+    before = metric_value(url, GENERATED_TOKENS)
+    yield
+    after = metric_value(url, GENERATED_TOKENS)
+    assert after > before, f"the engine generated no tokens ({GENERATED_TOKENS} stayed at {before})"

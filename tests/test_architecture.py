@@ -10,8 +10,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "mtserve"
 API_FAMILIES = ("libretranslate", "deepl", "openai", "files", "ops")
 

@@ -108,7 +108,8 @@ def test_not_ready_while_the_model_loads():
     engine = SlowLoading()
     port = free_port()
     app = create_app(Settings(port=port), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio", http="h11"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio",
+                                           http="h11"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
@@ -184,7 +185,8 @@ def test_body_size_limit():
                 yield b"a" * 200
             yield b'", "target": "en"}'
 
-        chunked = httpx.post(f"{url}/translate", content=chunks(), headers={"content-type": "application/json"})
+        chunked = httpx.post(f"{url}/translate", content=chunks(),
+                             headers={"content-type": "application/json"})
         small = translate(url)
     assert big.status_code == 413 and "1000 bytes" in big.json()["error"]
     assert chunked.status_code == 413
@@ -277,8 +279,8 @@ def test_work_cut_by_the_shutdown_grace_period_gets_a_json_503():
     engine = FakeEngine(delay_s=5.0, slots=1)
     port = free_port()
     app = create_app(Settings(port=port), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio", http="h11",
-                                           timeout_graceful_shutdown=0.5))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio",
+                                           http="h11", timeout_graceful_shutdown=0.5))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"

@@ -8,7 +8,8 @@ def _points():
     out = []
     for name, scale in (("mtserve", 1.0), ("naive", 2.0)):
         for load in (1, 2, 4):
-            outcomes = [Outcome("short", True, 0.0, scale * 0.1 * load, generated_tokens=8) for _ in range(10)]
+            outcomes = [Outcome("short", True, 0.0, scale * 0.1 * load, generated_tokens=8)
+                        for _ in range(10)]
             out.append(summarize(name, "closed", load, outcomes, wall_s=scale * 2.0))
     return out
 

@@ -52,7 +52,8 @@ def test_scenarios_ttft_open_and_fairness_run_on_a_fake():
 
 def test_every_target_gets_the_same_texts_at_a_point_and_fresh_ones_at_the_next():
     a, b = FakeTarget("A"), FakeTarget("B")
-    plan = Plan(points=[Point("closed", 1), Point("closed", 1.0001)], bounds=Bounds(3, 60), rounds=2, warmup=2)
+    plan = Plan(points=[Point("closed", 1), Point("closed", 1.0001)], bounds=Bounds(3, 60), rounds=2,
+                warmup=2)
     execute([a, b], plan, _workloads())
     texts_a, texts_b = [c.text for c in a.calls], [c.text for c in b.calls]
     assert texts_a[2:] == texts_b[2:]  # after the two warm-up calls

@@ -17,7 +17,7 @@ def test_builtin_workloads_are_disjoint_so_no_cache_answers():
     long = build_workload("long", long_sentences=10).items
     assert len(short) > 100
     assert not any(s in p.text for p in para[:20] for s in list(short)[:200])
-    assert all(item.kind == "long" and item.text.count("\n\n") >= 1 for item in long)
+    assert long and all(item.kind == "long" and item.text.count("\n\n") >= 1 for item in long)
 
 
 def test_hsk_sentences_are_attributed():

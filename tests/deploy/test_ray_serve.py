@@ -94,7 +94,8 @@ def test_the_application_is_one_ingress_deployment_built_from_the_settings():
 
 def test_bad_replica_counts_are_a_usage_error_before_ray_starts():
     result = subprocess.run(
-        [sys.executable, "-m", "mtserve.cli", "serve", "--ray", "--ray-min-replicas", "3", "--ray-max-replicas", "1"],
+        [sys.executable, "-m", "mtserve.cli", "serve", "--ray",
+         "--ray-min-replicas", "3", "--ray-max-replicas", "1"],
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert result.returncode == 2
@@ -217,4 +218,5 @@ def test_the_kuberay_manifest_is_a_valid_serve_config_for_this_builder():
     [app] = config.applications
     assert app.import_path == "mtserve.deploy.ray_serve:app_builder"
     built = app_builder(app.args)._bound_deployment._deployment_config.autoscaling_config
-    assert (built.min_replicas, built.max_replicas) == (app.args["ray_min_replicas"], app.args["ray_max_replicas"])
+    assert (built.min_replicas, built.max_replicas) == \
+        (app.args["ray_min_replicas"], app.args["ray_max_replicas"])

@@ -230,14 +230,18 @@ def test_deleting_a_finished_job_removes_its_result(server):
 
 
 def test_results_and_jobs_expire(tmp_path):
-    with serve(SwapEngine(), home=tmp_path, files_ttl_s=0.6) as url:
+    ttl_s = 3.0  # long enough that a loaded machine still downloads the result before it expires
+    with serve(SwapEngine(), home=tmp_path, files_ttl_s=ttl_s) as url:
         r = upload(url, "brief.txt", "一会儿就过期。".encode(), path="/jobs")
         job = wait_for(url, r.json()["id"])
         link = job["translatedFileUrl"]
         assert httpx.get(link).status_code == 200
-        time.sleep(1.5)
-        expired = httpx.get(link)
-        gone = httpx.get(f"{url}/jobs/{job['id']}")
+        deadline = time.monotonic() + ttl_s + 15  # expired by then, whatever the load
+        while (expired := httpx.get(link)).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job_url = f"{url}/jobs/{job['id']}"
+        while (gone := httpx.get(job_url)).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
     assert expired.status_code == 404 and "expired" in expired.json()["error"]
     assert gone.status_code == 404
     leftovers = [p for p in (tmp_path / "files").rglob("*") if p.is_file()]

@@ -7,6 +7,7 @@ load and produce valid output, and their agreement with FP32 is reported.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -122,11 +123,17 @@ def test_beam_search_onnx_matches_transformers_where_scores_are_not_tied(load_en
 def test_sampling_is_reproducible_by_seed(load_engine, name):
     engine = load_engine(name)
     text = SAMPLE_ZH[3]
-    runs = [
-        engine.translate_batch([TranslationRequest(text, "zh", "en", temperature=0.8, seed=s)])[0].text
-        for s in (7, 7, 8)
-    ]
-    assert runs[0] == runs[1]
+
+    def sampled(seed: int) -> str:
+        [result] = engine.translate_batch([TranslationRequest(text, "zh", "en", temperature=0.8, seed=seed)])
+        return result.text
+
+    greedy = engine.translate_batch([TranslationRequest(text, "zh", "en")])[0].text
+    runs = {seed: sampled(seed) for seed in range(1, 7)}
+    print(f"\n{name}: greedy {greedy!r}; sampled {runs}")
+    assert sampled(1) == runs[1] and sampled(4) == runs[4]  # the same seed, the same output
+    assert len(set(runs.values())) > 1  # another seed, another draw: the seed reaches the sampler
+    assert any(out != greedy for out in runs.values())  # and it samples, rather than decoding greedily
 
 
 def test_onnx_decoder_reads_the_kv_cache_one_token_per_step(load_engine):
@@ -253,12 +260,28 @@ def test_concurrent_batches_on_one_engine_give_the_same_output(load_engine):
         t.start()
     for t in threads:
         t.join()
-    assert all(out == expected for out in outputs.values())
+    assert outputs == {k: expected for k in range(3)}  # every thread finished, each with the same output
 
 
-def test_mask_logits_never_picks_pad_and_respects_min_length(load_engine):
+def test_mask_logits_never_picks_pad_and_respects_min_length(load_engine, monkeypatch):
     engine = load_engine("onnx")
+    pad, eos = engine.spec.pad_token_id, engine.spec.eos_token_id
     logits = np.zeros((1, len(engine.tokenizer.hf_tokenizer)), dtype=np.float32)
-    logits[0, engine.spec.pad_token_id] = 100
-    logits[0, engine.spec.eos_token_id] = 50
-    assert engine.mask_logits(logits, 0).argmax() == engine.spec.eos_token_id
+    logits[0, pad] = 100
+    logits[0, eos] = 50
+    assert engine.mask_logits(logits, 0).argmax() == eos  # never pad; no minimum set, so eos at once
+    requests = FAMILY_REQUESTS["marian"]
+    free = [out for _, out in engine.generate(requests)]
+    shortest = min(len(out.ids) for out in free if out.finish_reason == "stop")
+    minimum = shortest + 2  # longer than the shortest output that ended by itself
+
+    monkeypatch.setattr(engine, "decode", dataclasses.replace(engine.decode, min_new_tokens=minimum))
+    for generated in range(minimum):
+        masked = engine.mask_logits(logits, generated)
+        assert masked[0, eos] == -np.inf and masked[0, pad] == -np.inf
+        assert masked.argmax() not in (pad, eos)
+    assert engine.mask_logits(logits, minimum).argmax() == eos  # from the minimum on, it may end
+    held = [out for _, out in engine.generate(requests)]
+    print(f"\nshortest output {shortest} tokens; with min_new_tokens={minimum}: "
+          f"{sorted(len(out.ids) for out in held)}")
+    assert min(len(out.ids) for out in held) >= minimum  # the whole decode keeps the minimum

@@ -46,7 +46,8 @@ def test_hsk_levels_directions_and_traditional():
     zh_en = load_hsk("zh", "en", "dev", levels)
     assert {p.group for p in zh_en.pairs} == {"hsk4", "hsk5", "hsk6"}
     en_zh = load_hsk("en", "zh", "dev", levels)
-    assert [(p.source, p.reference) for p in en_zh.pairs[:3]] == [(p.reference, p.source) for p in zh_en.pairs[:3]]
+    swapped = [(p.reference, p.source) for p in zh_en.pairs[:3]]
+    assert [(p.source, p.reference) for p in en_zh.pairs[:3]] == swapped
     zt_en = load_hsk("zt", "en", "dev", levels)
     assert zt_en.pairs[0].id == zh_en.pairs[0].id and zt_en.pairs[0].source != zh_en.pairs[0].source
     with pytest.raises(DatasetError, match="no ja->en direction"):
@@ -77,16 +78,19 @@ def test_everyday_set_pairs_english_with_japanese_and_german():
 def test_tsv_with_header_and_groups(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text("source\treference\tgroup\n你好。\tHello.\tgreet\n谢谢。\tThanks.\n", encoding="utf-8")
-    assert read_pairs(path) == [EvalPair("1", "你好。", "Hello.", "greet"), EvalPair("2", "谢谢。", "Thanks.", "")]
+    assert read_pairs(path) == [EvalPair("1", "你好。", "Hello.", "greet"),
+                                EvalPair("2", "谢谢。", "Thanks.", "")]
     evalset = load_file(path, "zh", "en")
     assert evalset.name == "pairs.tsv" and len(evalset) == 2 and evalset.split == "all"
 
 
 def test_jsonl_with_ids_and_aliases(tmp_path):
     path = tmp_path / "pairs.jsonl"
-    lines = [{"id": "a", "source": "你好。", "reference": "Hello.", "group": "g"}, {"src": "谢谢。", "ref": "Thanks."}]
+    lines = [{"id": "a", "source": "你好。", "reference": "Hello.", "group": "g"},
+             {"src": "谢谢。", "ref": "Thanks."}]
     path.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n\n", encoding="utf-8")
-    assert read_pairs(path) == [EvalPair("a", "你好。", "Hello.", "g"), EvalPair("2", "谢谢。", "Thanks.", "")]
+    assert read_pairs(path) == [EvalPair("a", "你好。", "Hello.", "g"),
+                                EvalPair("2", "谢谢。", "Thanks.", "")]
 
 
 @pytest.mark.parametrize("name, content, message", [

@@ -35,7 +35,8 @@ def test_no_input_makes_the_server_fail():
                                     f"{response.status_code} {response.text[:200]}")
                 elif response.status_code >= 400 and not ({"error", "message"} & set(response.json())):
                     # LibreTranslate and OpenAI shapes carry "error", DeepL's carries "message"
-                    failures.append(f"{case.method} {case.formatted_path}: non-JSON error {response.text[:200]}")
+                    failures.append(
+                        f"{case.method} {case.formatted_path}: non-JSON error {response.text[:200]}")
 
             check()
     assert {"POST /translate", "POST /translate/stream", "POST /detect", "GET /languages"} <= set(operations)

@@ -11,7 +11,8 @@ from mtserve.text.spacing import respace_for_target
 
 LANGS = st.sampled_from(["zh", "ja", "en", "de", "ar", "he"])
 # Every code point class, plus the ones that break naive code: NUL, combining marks, RTL, emoji, CRLF.
-TRICKY = st.sampled_from(["\x00", "\u0301", "\u200f", "שלום", "مرحبا", "👩‍👩‍👧", "\r\n", "\u3000", "。", ". ", "!?", "\n\n"])
+TRICKY = st.sampled_from(["\x00", "\u0301", "\u200f", "שלום", "مرحبا", "👩‍👩‍👧", "\r\n", "\u3000",
+                          "。", ". ", "!?", "\n\n"])
 TEXT = st.lists(st.one_of(st.text(max_size=20), TRICKY), max_size=30).map("".join)
 
 

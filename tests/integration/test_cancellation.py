@@ -18,20 +18,20 @@ import time
 import httpx
 import pytest
 
-from tests.servers import metric_value, real_server
+from tests.servers import GENERATED_TOKENS, metric_value, real_server
 
 pytestmark = pytest.mark.model
 
 # One long sentence (one segment, under segment_max_chars): its translation runs to 150 tokens or
 # more, so a decode that is not stopped holds the slot for well over MIN_OUTPUT_TOKENS tokens.
-LONG_TEXT = ("我们早上七点起床，洗脸刷牙以后吃了一顿简单的早饭，然后带着书包坐公共汽车去学校，路上看见很多人骑"
-             "自行车上班，到了学校以后先去图书馆还了两本书，又借了一本关于中国历史的新书，上午我们有数学课和英语"
-             "课，中午在食堂和朋友们一起吃饭聊天，下午老师带我们去公园画画，大家都画了湖边的大树和远处的高山，放"
-             "学以后我去超市买了水果和牛奶，回家帮妈妈做晚饭，晚上做完作业又看了一会儿电视才睡觉。")
+LONG_TEXT = ("我们早上七点起床，洗脸刷牙以后吃了一顿简单的早饭，然后带着书包坐公共汽车去学校，"
+             "路上看见很多人骑自行车上班，到了学校以后先去图书馆还了两本书，又借了一本关于中国历史的新书，"
+             "上午我们有数学课和英语课，中午在食堂和朋友们一起吃饭聊天，下午老师带我们去公园画画，"
+             "大家都画了湖边的大树和远处的高山，放学以后我去超市买了水果和牛奶，回家帮妈妈做晚饭，"
+             "晚上做完作业又看了一会儿电视才睡觉。")
 MIN_OUTPUT_TOKENS = 100  # a floor on LONG_TEXT's translation length; the pace check below sees part of it
 PACE_DELTAS = 12
 RUNNING = "mtserve_num_segments_running"
-GENERATED = "mtserve_generated_tokens_total"
 IDLE_WAIT_S = 300  # a bounded wait; the assertions use the pace-derived bounds, printed
 
 
@@ -97,18 +97,19 @@ def pace(cancel_server) -> Pace:
     times = stream_deltas(cancel_server, long_text("星期天"), PACE_DELTAS)
     wait_until_idle(cancel_server)
     measured = Pace(first_s=times[0], per_token_s=(times[-1] - times[0]) / (len(times) - 1))
-    print(f"\npace: first token after {measured.first_s:.2f} s, then {measured.per_token_s * 1000:.0f} ms a token")
+    print(f"\npace: first token after {measured.first_s:.2f} s, "
+          f"then {measured.per_token_s * 1000:.0f} ms a token")
     return measured
 
 
 def short_request_after(url: str) -> float:
     """A short translation on the freed slot: it is answered, by the engine; its latency."""
-    generated = metric_value(url, GENERATED)
+    generated = metric_value(url, GENERATED_TOKENS)
     t0 = time.monotonic()
     r = httpx.post(f"{url}/translate", json={"q": "我喜欢猫。", "source": "zh", "target": "en"}, timeout=300)
     latency = time.monotonic() - t0
     assert r.status_code == 200 and "cat" in r.json()["translatedText"].lower(), r.text
-    assert metric_value(url, GENERATED) > generated
+    assert metric_value(url, GENERATED_TOKENS) > generated
     return latency
 
 
@@ -142,7 +143,7 @@ def test_a_client_that_hangs_up_mid_request_frees_the_slot(cancel_server, pace):
 
 
 def test_a_client_that_hangs_up_mid_stream_frees_the_slot(cancel_server, pace):
-    times = stream_deltas(cancel_server, long_text("星期三"), 3)  # decoding has begun: a cancel lands mid-decode
+    times = stream_deltas(cancel_server, long_text("星期三"), 3)  # decoding has begun: a cancel lands in it
     freed_s = wait_until_idle(cancel_server)
     bound = pace.freed_within_s(in_prefill=False)
     print(f"\nstream dropped after {times[-1]:.2f} s: slot free {freed_s:.2f} s later (bound {bound:.1f} s)")
@@ -159,7 +160,7 @@ def test_a_cancelled_document_job_stops_its_decode(cancel_server, pace):
     while metric_value(cancel_server, RUNNING) < 1:  # its segment is in the engine
         assert time.monotonic() < deadline, "the job's segment never started"
         time.sleep(0.05)
-    generated = metric_value(cancel_server, GENERATED)
+    generated = metric_value(cancel_server, GENERATED_TOKENS)
     cancelled = httpx.delete(f"{cancel_server}/jobs/{job_id}", timeout=60)
     freed_s = wait_until_idle(cancel_server)
     job = httpx.get(f"{cancel_server}/jobs/{job_id}", timeout=60).json()
@@ -168,7 +169,7 @@ def test_a_cancelled_document_job_stops_its_decode(cancel_server, pace):
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled", cancelled.text
     assert freed_s < bound
     assert job["status"] == "cancelled" and job["done"] == 0 and job["translatedFileUrl"] is None
-    assert metric_value(cancel_server, GENERATED) == generated  # the segment did not run to its end
+    assert metric_value(cancel_server, GENERATED_TOKENS) == generated  # the segment did not run to its end
     short_request_after(cancel_server)
 
 

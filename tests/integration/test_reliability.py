@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from tests.servers import free_port, server_log, start_server, wait_ready
+from tests.servers import free_port, server_log, start_server, stop_server, wait_ready
 
 pytestmark = pytest.mark.model
 
@@ -27,16 +27,14 @@ def small_queue_server(model_path):
     url = f"http://127.0.0.1:{port}"
     # One engine thread: with two, llama.cpp's threads spin at a barrier after every op, and on
     # a machine that is busy with anything else that makes decoding 3-20x slower (BENCHMARKS.md).
-    proc = start_server(port, {"MTSERVE_THREADS": "1", "MTSERVE_N_PARALLEL": "2", "MTSERVE_MAX_QUEUE": "4",
-                               "MTSERVE_REQUEST_TIMEOUT_S": "30", "MTSERVE_CACHE_SIZE": "0",
-                               "MTSERVE_SHUTDOWN_GRACE_S": "60"})
+    proc = start_server(port, model_path, {"MTSERVE_THREADS": "1", "MTSERVE_N_PARALLEL": "2",
+                                           "MTSERVE_MAX_QUEUE": "4", "MTSERVE_REQUEST_TIMEOUT_S": "30",
+                                           "MTSERVE_SHUTDOWN_GRACE_S": "60"})
     try:
         wait_ready(proc, url)
         yield url, proc
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_server(proc)  # the drain test has sent SIGTERM already; this only cleans up
 
 
 def test_four_times_capacity_ends_every_request_in_time(small_queue_server):
@@ -92,23 +90,38 @@ def test_four_times_capacity_ends_every_request_in_time(small_queue_server):
           f"{dict(collections.Counter(statuses))}; slowest admitted {admitted[-1]:.1f} s; "
           f"/health/live max {max(health) * 1000:.0f} ms, median {statistics.median(health) * 1000:.0f} ms")
     assert admitted[-1] < 30 + 2  # bounded by the deadline, never a hang
-    assert max(health) < 2.0 and statistics.median(health) < 0.5
-    assert capacity > 0
+    # /health/live answered all through the overload (the probe ran the whole time, every 0.2 s):
+    # the event loop was never blocked for long. Generous bounds: the machine is shared.
+    assert len(health) >= 5, health
+    assert max(health) < 10.0 and statistics.median(health) < 2.0
 
 
 def test_sigterm_drains_in_flight_work_then_exits_zero(small_queue_server):
     url, proc = small_queue_server
-    text = "".join(SENTENCES[:4])  # four sentences: a second or more of work
+    text = "".join(SENTENCES[:4])  # four sentences: seconds of work on one thread
 
     async def main():
-        async with httpx.AsyncClient(timeout=60) as client:
+        async with httpx.AsyncClient(timeout=120) as client:
+            sent = time.monotonic()
             request = asyncio.create_task(
                 client.post(f"{url}/translate", json={"q": text, "source": "zh", "target": "en"}))
-            await asyncio.sleep(0.5)
+            while True:  # until the server is working on it: admitted, its segments queued or decoding
+                queue = (await client.get(f"{url}/health")).json()["queue"]
+                if queue["admitted"] >= 1:
+                    break
+                assert not request.done(), "the request ended before the server was seen working on it"
+                assert time.monotonic() - sent < 60, "the request was never admitted"
+                await asyncio.sleep(0.02)
+            in_flight = not request.done()  # no await between this check and the signal
+            signalled = time.monotonic()
             proc.send_signal(signal.SIGTERM)
-            return await request
+            response = await request
+            return response, in_flight, signalled - sent, time.monotonic() - sent
 
-    r = asyncio.run(main())
+    r, in_flight, signalled_s, answered_s = asyncio.run(main())
+    print(f"\ndrain: SIGTERM {signalled_s:.2f} s after the request, answer {answered_s:.2f} s after it")
+    assert in_flight  # SIGTERM came while the request was in flight
+    assert answered_s > signalled_s  # and its answer came after the signal: drained, not cut
     assert r.status_code == 200, r.text
     assert len(r.json()["translatedText"].split(". ")) >= 3  # the whole text, not a cut-off
     assert proc.wait(timeout=30) == 0, server_log(proc)

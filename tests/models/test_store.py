@@ -22,7 +22,8 @@ def make_wheel(folder: Path, package: str, version: str, payload: bytes) -> Path
         zf.writestr(f"{module}/data/part01.bin", payload)
         dist = f"{module}-{version}.dist-info"
         zf.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
-        zf.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{dist}/WHEEL",
+                    "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         zf.writestr(f"{dist}/top_level.txt", module + "\n")
         zf.writestr(f"{dist}/RECORD", "")
     return wheel
@@ -133,7 +134,9 @@ def test_resolve_accepts_a_local_gguf_path(tmp_path):
         ModelStore(tmp_path / "models", registry={}).resolve(str(tmp_path / "missing.gguf"))
 
 
-def test_hugging_face_ids_fail_fast_with_a_clear_message(tmp_path):
+def test_hugging_face_ids_fail_fast_with_a_clear_message(tmp_path, monkeypatch):
+    # a refused connection on loopback stands for the closed network, so an open one changes nothing
+    monkeypatch.setattr("mtserve.models.store.hf_url", lambda repo, filename: f"http://127.0.0.1:9/{filename}")
     store = ModelStore(tmp_path / "models", registry={})
     with pytest.raises(ModelStoreError, match="unreachable|cannot download"):
         store.resolve("tencent/HY-MT1.5-1.8B-GGUF:HY-MT1.5-1.8B-Q4_K_M.gguf")
@@ -158,7 +161,8 @@ def test_corrupt_model_files_are_named_with_what_to_run(tmp_path, chunked):
     path = store.pull("tiny")
     assert store.resolve("tiny").path == path
     path.write_bytes(b"GGUF" + b"\0" * 10)
-    with pytest.raises(ModelStoreError, match=r"truncated or corrupt; delete it and run `mtserve models pull tiny`"):
+    with pytest.raises(ModelStoreError,
+                       match=r"truncated or corrupt; delete it and run `mtserve models pull tiny`"):
         store.resolve("tiny")
     local = tmp_path / "broken.gguf"
     local.write_bytes(b"<html>not a model</html>")

@@ -8,7 +8,6 @@ import json
 import httpx
 import pytest
 
-from mtserve.engines.base import TranslationRequest
 from mtserve.engines.prompts import template_for
 from mtserve.service.glossary import (
     GlossaryError,
@@ -48,7 +47,8 @@ def test_bad_entries_say_what_to_fix(text, fmt, message):
 def test_only_terms_in_the_text_match_and_the_longest_wins():
     entries = {"机器": "machine", "国际商业机器公司": "IBM", "RAM": "内存", "Mac": "苹果电脑"}
     assert matching_entries(entries, "国际商业机器公司发布了新产品。") == {"国际商业机器公司": "IBM"}
-    assert matching_entries(entries, "这台机器是国际商业机器公司的。") == {"国际商业机器公司": "IBM", "机器": "machine"}
+    assert matching_entries(entries, "这台机器是国际商业机器公司的。") == \
+        {"国际商业机器公司": "IBM", "机器": "machine"}
     assert matching_entries(entries, "This program uses a lot of memory.") == {}  # not "RAM" in "program"
     assert matching_entries(entries, "我用Mac电脑，它有16GB ram。") == {"Mac": "苹果电脑", "RAM": "内存"}
     assert matching_entries(entries, "Macintosh") == {}
@@ -79,8 +79,8 @@ def test_glossary_file_json_forms(tmp_path):
     flat.write_text('{"国际商业机器公司": "IBM"}', encoding="utf-8")
     assert GlossaryFile.load(flat).entries_for("zh", "en") == {"国际商业机器公司": "IBM"}
     listed = tmp_path / "list.json"
-    listed.write_text(json.dumps([{"source": "苹果", "target": "Apple", "source_lang": "zh", "target_lang": "en"}]),
-                      encoding="utf-8")
+    entry = {"source": "苹果", "target": "Apple", "source_lang": "zh", "target_lang": "en"}
+    listed.write_text(json.dumps([entry]), encoding="utf-8")
     assert GlossaryFile.load(listed).entries_for("zh", "en") == {"苹果": "Apple"}
     assert GlossaryFile.load(listed).entries_for("zh", "de") == {}
 

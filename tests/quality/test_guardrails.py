@@ -17,10 +17,12 @@ from tests.quality.helpers import ScriptedEngine, counter, service_for
     ("Good morning, how are you today?", "Good morning, how are you today?", "en", "de", "identical"),
     ("I like cats.", "I like cats.", "en", "zh", "identical"),
     ("The weather is nice today.", "The weather is nice today, and we go out.", "en", "zh", "untranslated"),
-    ("他很高兴。", "He is happy. He is happy. He is happy. He is happy. He is happy.", "zh", "en", "repetition"),
+    ("他很高兴。", "He is happy. He is happy. He is happy. He is happy. He is happy.", "zh", "en",
+     "repetition"),
     ("他很高兴。", "He is very happy today. He is very happy today.", "zh", "en", "repetition"),
     ("好。", "OK " * 60, "zh", "en", "runaway"),
-    ("今天下雨了，我们不去公园了。", "It is raining, raining, raining, raining today.", "zh", "en", "repetition"),
+    ("今天下雨了，我们不去公园了。", "It is raining, raining, raining, raining today.", "zh", "en",
+     "repetition"),
     ("他很高兴。", "He is happy.\nPinyin: tā hěn gāoxìng", "zh", "en", "explanation"),
     ("他很高兴。", "He is happy (this sentence means he feels good).", "zh", "en", "explanation"),
     ("我喝茶。", "I drink tea.", "zh", "en", None),
@@ -45,9 +47,11 @@ def test_glossary_terms_must_appear_and_may_be_in_any_script():
     glossary = {"国际商业机器公司": "IBM"}
     assert check("国际商业机器公司发布了新产品。", "International Business Machines released a product.",
                  "zh", "en", glossary=glossary).kind == "glossary"
-    assert check("国际商业机器公司发布了新产品。", "IBM released a new product.", "zh", "en", glossary=glossary) is None
+    assert check("国际商业机器公司发布了新产品。", "IBM released a new product.", "zh", "en",
+                 glossary=glossary) is None
     # a Latin term inside Chinese output is not "untranslated"
-    assert check("IBM released a new product.", "IBM发布了新产品。", "en", "zh", glossary={"IBM": "IBM"}) is None
+    assert check("IBM released a new product.", "IBM发布了新产品。", "en", "zh",
+                 glossary={"IBM": "IBM"}) is None
 
 
 def test_the_retry_is_strict_greedy_and_puts_missed_terms_into_the_source():
@@ -57,7 +61,8 @@ def test_the_retry_is_strict_greedy_and_puts_missed_terms_into_the_source():
     assert retry.strict and retry.temperature == 0 and retry.seed is None
     assert retry.text == "IBM很大。"
     assert retry_request(request, Problem("untranslated", "")).text == request.text
-    assert substitute_terms("I use a Mac and a mac.", {"Mac": "苹果电脑"}) == "I use a 苹果电脑 and a 苹果电脑."
+    assert substitute_terms("I use a Mac and a mac.", {"Mac": "苹果电脑"}) == \
+        "I use a 苹果电脑 and a 苹果电脑."
 
 
 def test_choose_keeps_the_better_answer():
@@ -65,7 +70,8 @@ def test_choose_keeps_the_better_answer():
     assert choose("first", bad, "second", None) == ("second", False)
     assert choose("first", bad, "second", Problem("explanation", "")) == ("first", True)
     assert choose("first", bad, "second", Problem("repetition", "")) == ("first", True)
-    assert choose("first", Problem("repetition", ""), "second", Problem("untranslated", "")) == ("second", True)
+    assert choose("first", Problem("repetition", ""), "second", Problem("untranslated", "")) == \
+        ("second", True)
 
 
 def test_the_service_retries_once_with_the_strict_prompt_and_counts_it(tmp_path):

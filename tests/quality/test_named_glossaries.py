@@ -151,14 +151,16 @@ def test_deepl_translate_uses_the_same_pair_rule_in_its_own_error_shape(tmp_path
 
 # --- end to end with the real small model -------------------------------------------------------
 @pytest.mark.model
-def test_a_glossary_made_with_the_cli_steers_a_made_up_name_on_the_real_model(live_server, tmp_path):
+def test_a_glossary_made_with_the_cli_steers_a_made_up_name_on_the_real_model(live_server, live_home,
+                                                                              tmp_path):
     """`mtserve glossary add` writes the store the running server reads; /translate glossary_id uses it."""
     entries = tmp_path / "names.tsv"
     entries.write_text("泽尔瓦克斯\tZelvaxor\n", encoding="utf-8")
 
     def cli(*args: str) -> subprocess.CompletedProcess:  # the server's own environment, so its home
         return subprocess.run([sys.executable, "-m", "mtserve.cli", "glossary", *args], text=True,
-                              capture_output=True, timeout=60, env={**os.environ})
+                              capture_output=True, timeout=60,
+                              env={**os.environ, "MTSERVE_HOME": str(live_home)})
 
     added = cli("add", "e2e-made-up-names", "--source", "zh", "--target", "en", str(entries))
     assert added.returncode == 0, added.stderr
@@ -172,4 +174,4 @@ def test_a_glossary_made_with_the_cli_steers_a_made_up_name_on_the_real_model(li
         assert "zelvaxor" in out.lower(), out
         assert "泽尔瓦克斯" not in out, out
     finally:
-        cli("remove", glossary_id)  # the server's home is shared; leave nothing behind
+        cli("remove", glossary_id)  # the server's home is shared with later tests; leave nothing behind

@@ -20,6 +20,15 @@ def run(coro):
     return asyncio.run(coro)
 
 
+async def until(condition, timeout_s: float = 10.0, what: str = "the condition") -> None:
+    """Wait, on the event loop, until ``condition()`` holds: an event to order a test by, where a
+    fixed sleep would race a loaded machine."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout_s} s"
+        await asyncio.sleep(0.002)
+
+
 async def started(engine: FakeEngine, **kwargs) -> Scheduler:
     scheduler = Scheduler(engine.translate, concurrency=engine.max_concurrency,
                           max_queue=kwargs.pop("max_queue", 8), **kwargs)
@@ -45,7 +54,7 @@ def test_results_come_back_in_submission_order(slots):
 
 def test_concurrency_uses_every_slot():
     async def main():
-        engine = FakeEngine(delay_s=0.1, slots=3)
+        engine = FakeEngine(delay_s=0.5, slots=3)  # long enough that all three overlap on a busy machine
         scheduler = await started(engine)
         async with scheduler.ticket(10) as ticket:
             await ticket.wait([ticket.submit(req(f"x{i}")) for i in range(6)])
@@ -67,16 +76,19 @@ def test_a_short_request_is_not_stuck_behind_a_long_document():
                 await ticket.wait([ticket.submit(req(f"doc{i}")) for i in range(20)])
 
         async def short():
-            await asyncio.sleep(0.03)  # arrives while the document is being decoded
+            await until(lambda: len(engine.calls) >= 1, what="the document's first segment")
+            started = len(engine.calls)  # arrives while the document is being decoded
             async with scheduler.ticket(30) as ticket:
                 await ticket.wait([ticket.submit(req("short"))])
+            return started
 
-        await asyncio.gather(document(), short())
+        _, arrived_after = await asyncio.gather(document(), short())
         await scheduler.stop()
-        return [c.text for c in engine.calls]
+        return [c.text for c in engine.calls], arrived_after
 
-    order = run(main())
-    assert order.index("short") <= 3, order
+    order, arrived_after = run(main())
+    # one slot: at most the document segment after the one running when it arrived goes first
+    assert order.index("short") <= arrived_after + 1, order
     assert [t for t in order if t.startswith("doc")] == [f"doc{i}" for i in range(20)]
 
 
@@ -111,40 +123,42 @@ def test_full_queue_refuses_at_once_with_retry_after():
         return info.value, refused_in
 
     error, refused_in = run(main())
+    print(f"\nrefused in {refused_in * 1000:.1f} ms")
     assert error.retry_after_s >= 1
-    assert refused_in < 0.1
+    assert refused_in < 1.0  # at once: the holders keep the slot until the gate opens; a wait would hang
 
 
 def test_deadline_raises_and_cancels_the_running_work():
     async def main():
-        engine = FakeEngine(delay_s=1.0, slots=1)
+        engine = FakeEngine(delay_s=10.0, slots=1)
         scheduler = await started(engine)
         t0 = time.monotonic()
         with pytest.raises(DeadlineExceeded):
             async with scheduler.ticket(0.2) as ticket:
                 await ticket.wait([ticket.submit(req("slow")), ticket.submit(req("queued"))])
         elapsed = time.monotonic() - t0
-        await asyncio.sleep(0.3)  # let the engine thread notice its token
+        await until(lambda: engine.cancelled, what="the engine hearing its cancel")
         await scheduler.stop()
         return engine, elapsed
 
     engine, elapsed = run(main())
-    assert elapsed < 0.6
+    print(f"\ndeadline 0.2 s: raised after {elapsed:.2f} s (the segment would take 10 s)")
+    assert elapsed < 5.0  # at the deadline, not at the end of the 10 s segment
     assert engine.cancelled == ["slow"]
     assert [c.text for c in engine.calls] == ["slow"]  # the queued one never ran
 
 
 def test_cancelling_the_caller_stops_the_engine_and_frees_the_slot():
     async def main():
-        engine = FakeEngine(delay_s=1.0, slots=1, delays={"next": 0.0})
+        engine = FakeEngine(delay_s=10.0, slots=1, delays={"next": 0.0})
         scheduler = await started(engine)
 
         async def caller():
-            async with scheduler.ticket(10) as ticket:
+            async with scheduler.ticket(30) as ticket:
                 await ticket.wait([ticket.submit(req("abandoned"))])
 
         task = asyncio.create_task(caller())
-        await asyncio.sleep(0.1)
+        await until(lambda: engine.calls, what="the abandoned segment reaching the engine")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -156,9 +170,10 @@ def test_cancelling_the_caller_stops_the_engine_and_frees_the_slot():
         return engine, outcome, waited, scheduler.admitted
 
     engine, outcome, waited, admitted = run(main())
+    print(f"\nthe next request waited {waited:.2f} s (the abandoned decode had 10 s to go)")
     assert engine.cancelled == ["abandoned"]
     assert outcome.result.text == "<en>next"
-    assert waited < 1.0  # it did not wait for the abandoned decode to finish
+    assert waited < 5.0  # it did not wait for the abandoned decode to finish
     assert admitted == 0
 
 
@@ -205,7 +220,9 @@ def test_a_lone_request_on_an_idle_engine_does_not_wait():
         await scheduler.stop()
         return outcome
 
-    assert run(main()).queue_ms < 50
+    queue_ms = run(main()).queue_ms
+    print(f"\nalone on an idle engine: queued {queue_ms:.1f} ms")
+    assert queue_ms < 250  # no hold window for company; generous for a loaded machine
 
 
 def test_interactive_requests_go_before_background_work():
@@ -219,19 +236,22 @@ def test_interactive_requests_go_before_background_work():
             async with scheduler.ticket(30, priority=Priority.BACKGROUND) as ticket:
                 await ticket.wait([ticket.submit(req(f"doc{i}")) for i in range(10)])
 
+        arrived: list[int] = []
+
         async def interactive(i):
-            await asyncio.sleep(0.03)
+            await until(lambda: len(engine.calls) >= 1, what="the document's first segment")
+            arrived.append(len(engine.calls))  # while the document is being decoded
             async with scheduler.ticket(30) as ticket:
                 await ticket.wait([ticket.submit(req(f"chat{i}-{j}")) for j in range(3)])
 
         await asyncio.gather(document(), interactive(0), interactive(1))
         await scheduler.stop()
-        return [c.text for c in engine.calls]
+        return [c.text for c in engine.calls], max(arrived)
 
-    order = run(main())
+    order, arrived_after = run(main())
     chats = [i for i, t in enumerate(order) if t.startswith("chat")]
     assert chats == list(range(chats[0], chats[0] + 6)), order  # no document segment in between
-    assert chats[0] <= 3
+    assert chats[0] <= arrived_after + 1, order  # at most the next document segment went first
 
 
 def test_a_request_that_would_only_wait_to_time_out_is_refused_at_once():
@@ -246,7 +266,7 @@ def test_a_request_that_would_only_wait_to_time_out_is_refused_at_once():
                 await ticket.wait([ticket.submit(req(f"b{i}")) for i in range(10)])
 
         task = asyncio.create_task(backlog())
-        await asyncio.sleep(0.05)
+        await until(lambda: scheduler.segments_waiting >= 9, what="the backlog queueing")
         with pytest.raises(QueueFull) as info:  # ~3 s of work ahead, 1 s deadline
             async with scheduler.ticket(1.0):
                 pass

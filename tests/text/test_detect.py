@@ -34,7 +34,8 @@ def results(detector):
 
 def test_the_set_covers_every_language_and_length():
     cases = build_cases()
-    assert {c.language for c in cases} == set(SENTENCES) == {"zh", "zt", "ja", "ko", "en", "fr", "de", "es", "ru", "ar"}
+    languages = {"zh", "zt", "ja", "ko", "en", "fr", "de", "es", "ru", "ar"}
+    assert {c.language for c in cases} == set(SENTENCES) == languages
     assert min(len(c.text) for c in cases) == 1 and max(len(c.text) for c in cases) <= 20
     for bucket in BUCKETS:
         assert sum(c.bucket == bucket for c in cases) >= 50, bucket
@@ -44,7 +45,8 @@ def test_accuracy_by_length_reaches_95_percent_from_five_characters(results):
     by_bucket: dict[tuple[int, int], list[bool]] = defaultdict(list)
     for case, predicted in results:
         by_bucket[case.bucket].append(is_correct(case, predicted))
-    report = {f"{lo}-{hi}": f"{100 * sum(v) / len(v):.1f}% of {len(v)}" for (lo, hi), v in sorted(by_bucket.items())}
+    report = {f"{lo}-{hi}": f"{100 * sum(v) / len(v):.1f}% of {len(v)}"
+              for (lo, hi), v in sorted(by_bucket.items())}
     print("detection accuracy by length:", report)
     five_plus = [ok for (lo, _), oks in by_bucket.items() if lo >= 5 for ok in oks]
     assert sum(five_plus) / len(five_plus) >= TARGET_FROM_5_CHARS, report
@@ -64,7 +66,8 @@ def test_chinese_is_never_japanese_or_korean(results):
     assert confused == []
 
 
-@pytest.mark.parametrize("text", ["你好", "谢谢", "中国", "北京大学", "经济发展", "问题", "学生", "东京", "一"])
+@pytest.mark.parametrize("text", ["你好", "谢谢", "中国", "北京大学", "经济发展", "问题", "学生", "东京",
+                                  "一"])
 def test_short_chinese_without_kana_is_chinese(detector, text):
     assert detector.best(text, "?").language == "zh"
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -68,9 +72,25 @@ def test_whitespace_only_text_has_nothing_to_translate() -> None:
     assert split_text("", "zh") == []
 
 
+DETERMINISM_TEXT = "他说：“你好。”然后走了。 Mr. Smith left. Then, he came back!"
+DETERMINISM_PIECES = [
+    Piece("他说：“你好。”", True), Piece("然后走了。", True), Piece(" ", False),
+    Piece("Mr. Smith left.", True), Piece(" ", False), Piece("Then, he came back!", True),
+]
+
+
 def test_splitting_is_deterministic() -> None:
-    text = "他说：“你好。”然后走了。 Mr. Smith left. Then, he came back!"
-    assert split_text(text, "zh") == split_text(text, "zh")
+    """The same cuts every time, and in another process with another hash seed (the cache keys
+    on the segments, so a cut that moved between runs or replicas would miss it)."""
+    assert split_text(DETERMINISM_TEXT, "zh") == DETERMINISM_PIECES
+    script = ("import sys; from mtserve.text.segment import split_text; "
+              "print(repr([(p.text, p.translate) for p in split_text(sys.argv[1], 'zh')]))")
+    root = Path(__file__).resolve().parents[2]
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        out = subprocess.run([sys.executable, "-c", script, DETERMINISM_TEXT], capture_output=True, text=True,
+                             check=True, env=env).stdout
+        assert out.strip() == repr([(p.text, p.translate) for p in DETERMINISM_PIECES])
 
 
 # ---------------------------------------------------------------- layout

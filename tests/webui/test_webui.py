@@ -17,7 +17,7 @@ import urllib.parse
 
 import pytest
 
-from tests.servers import metric_value
+from tests.servers import GENERATED_TOKENS, metric_value
 from tests.webui.helpers import open_ui, query_params, sse
 
 pytestmark = pytest.mark.webui
@@ -26,7 +26,6 @@ SOURCE_TEXT = "请在会议开始前把报告发给我。"
 MODEL_TIMEOUT_MS = 120_000  # a real (slow, CPU) translation
 SCREENSHOT = "/tmp/webui.png"
 SCREENSHOT_DARK = "/tmp/webui-dark.png"
-GENERATED = "mtserve_generated_tokens_total"
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
@@ -42,7 +41,7 @@ TRANSLATION_FINISHED = """() => {
 
 @pytest.mark.model
 def test_translate_as_you_type(page, live_server):
-    generated_before = metric_value(live_server, GENERATED)
+    generated_before = metric_value(live_server, GENERATED_TOKENS)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
     open_ui(page, live_server)
 
@@ -69,7 +68,7 @@ def test_translate_as_you_type(page, live_server):
     assert params.get("q") == SOURCE_TEXT
     assert params.get("source") == "zh"
     assert params.get("target") == "en"
-    assert metric_value(live_server, GENERATED) > generated_before  # the model wrote it, not a cache
+    assert metric_value(live_server, GENERATED_TOKENS) > generated_before  # the model wrote it, not a cache
 
     # Character counter: 14 code points, against the server's limit (or unlimited).
     counter = page.text_content("#char-count").strip()
@@ -91,7 +90,7 @@ def test_translate_as_you_type(page, live_server):
 
 @pytest.mark.model
 def test_query_in_url_translates_on_load(page, live_server):
-    generated_before = metric_value(live_server, GENERATED)
+    generated_before = metric_value(live_server, GENERATED_TOKENS)
     open_ui(page, live_server, "?" + urllib.parse.urlencode(
         {"source": "zh", "target": "en", "q": "你好"}))
 
@@ -104,7 +103,7 @@ def test_query_in_url_translates_on_load(page, live_server):
     assert re.search(r"[A-Za-z]", translation), translation
     assert not CJK.search(translation), f"translation still has Chinese: {translation!r}"
     assert page.is_hidden("#error")
-    assert metric_value(live_server, GENERATED) > generated_before
+    assert metric_value(live_server, GENERATED_TOKENS) > generated_before
 
 
 # ------------------------------------------------- page logic, faked answers
