@@ -158,7 +158,8 @@ def _markup_eval(args: argparse.Namespace) -> int:
                 args.engine_hang_s = EVAL_REQUEST_TIMEOUT_S * 2
             target = InProcessTarget(settings_from(args), prompt=args.prompt)
         report = asyncio.run(evaluate_markup(mset, target, _progress(args.quiet), target.concurrency))
-    except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
+    except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage,
+            RuntimeError) as exc:
         print(f"mtserve eval: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -300,10 +300,14 @@ def markup_grammar(text: str, excluded_ranges: str = "") -> str | None:
     return "\n".join([f"root ::= {top}"] + rules)
 
 
+TRANSFER_STATES = 60  # tag subsets the transfer grammar tracks; past it the tags keep the source's order
+
+
 def transfer_grammar(text: str, translation: str) -> str | None:
-    """A GBNF grammar whose sentences are ``translation`` exactly, with the tags of ``text``
-    allowed at every boundary between words, spaces and punctuation (each tag once is left to the
-    check: a grammar that counts is too large)."""
+    """A GBNF grammar whose sentences are ``translation`` exactly, with every tag of ``text``
+    inserted once at boundaries between words, spaces and punctuation, each opening before its
+    closing. The rules track which tags are placed: (chunk, placed tags) states while that stays
+    small (any order), else the tags in the source's order. Nesting is left to the check."""
     from mtserve.text import markup
 
     try:
@@ -312,12 +316,13 @@ def transfer_grammar(text: str, translation: str) -> str | None:
         return None
     if not elements:
         return None
-    tags = []
+    tokens: list[tuple[str, int | None]] = []  # (tag text, index of the tag that must come first)
     for id_, element in sorted(elements.items()):
         if element.void:
-            tags.append(markup.void_tag(element.name, id_))
+            tokens.append((markup.void_tag(element.name, id_), None))
         else:
-            tags += [markup.open_tag(element.name, id_), markup.close_tag(element.name, id_)]
+            tokens.append((markup.open_tag(element.name, id_), None))
+            tokens.append((markup.close_tag(element.name, id_), len(tokens) - 1))
 
     def literal(value: str) -> str:
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -325,8 +330,33 @@ def transfer_grammar(text: str, translation: str) -> str | None:
 
     chunks = re.findall(r"\s+|[^\W_]+|.", translation, flags=re.S)
     chunks = [piece for chunk in chunks for piece in (list(chunk) if _wide(chunk) else [chunk])]
-    body = " ".join(f"g {literal(chunk)}" for chunk in chunks)
-    return "\n".join([f"root ::= {body} g", "g ::= ( " + " | ".join(literal(t) for t in tags) + " )*"])
+    full = (1 << len(tokens)) - 1
+    reachable = 3 ** sum(1 for _, before in tokens if before is not None) * 2 ** sum(
+        1 for k, (_, before) in enumerate(tokens) if before is None and not any(b == k for _, b in tokens))
+    in_order = reachable > TRANSFER_STATES
+    rules: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    pending = [(0, 0)]
+    while pending:
+        i, mask = pending.pop()
+        if (i, mask) in seen:
+            continue
+        seen.add((i, mask))
+        alternatives = []
+        for k, (tag, before) in enumerate(tokens):
+            if mask >> k & 1 or (before is not None and not mask >> before & 1):
+                continue
+            if in_order and mask != (1 << k) - 1:
+                continue
+            alternatives.append(f"{literal(tag)} s{i}x{mask | 1 << k}")
+            pending.append((i, mask | 1 << k))
+        if i < len(chunks):
+            alternatives.append(f"{literal(chunks[i])} s{i + 1}x{mask}")
+            pending.append((i + 1, mask))
+        elif mask == full:
+            alternatives.append('""')
+        rules.append(f"s{i}x{mask} ::= " + (" | ".join(alternatives) if alternatives else '""'))
+    return "\n".join(["root ::= s0x0"] + sorted(rules))
 
 
 def _wide(chunk: str) -> bool:

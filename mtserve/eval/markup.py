@@ -355,13 +355,22 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
     done = 0
     started = time.perf_counter()
 
+    failures: list[str] = []
+
     async def one(item: MarkupItem) -> ItemResult:
         nonlocal done
         async with gate:
-            output, usage = await target.translate_markup(item.source, mset.source_lang, mset.target_lang,
-                                                          item.fmt)
-            plain_output = await target.translate(item.plain, mset.source_lang, mset.target_lang) \
-                if item.plain else ""
+            for attempt in range(2):  # a busy machine, a restart: one more try, then count it
+                try:
+                    output, usage = await target.translate_markup(item.source, mset.source_lang,
+                                                                  mset.target_lang, item.fmt)
+                    plain_output = await target.translate(item.plain, mset.source_lang, mset.target_lang) \
+                        if item.plain else ""
+                    break
+                except Exception as exc:  # noqa: BLE001 - reported, and too many fail the run
+                    if attempt:
+                        failures.append(f"{item.id}: {type(exc).__name__}: {exc}")
+                        output, usage, plain_output = "", None, ""
         done += 1
         if progress is not None:
             progress(done, len(mset.items))
@@ -376,6 +385,9 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
     finally:
         await target.stop()
     elapsed = time.perf_counter() - started
+    if len(failures) > max(1, len(results) // 20):
+        raise RuntimeError(f"{len(failures)} of {len(results)} items failed; the first: {failures[0]}")
+    notes = mset.notes + [f"{len(failures)} items failed twice and count as broken" for _ in failures[:1]]
     scorer = Scorer(mset.target_lang)
     tagged = [(r, item) for r, item in zip(results, mset.items) if item.plain]
     cost = chrf_tagged = chrf_plain = None
@@ -395,6 +407,6 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         fallback_percent=None if fallbacks is None else round(100 * fallbacks / max(1, len(known)), 1),
         retries=sum(bool(r.retries) for r in known) if known else None,
         edge_errors=sum(len(r.edge_errors) for r in results), markup_cost=cost,
-        chrf_tagged=chrf_tagged, chrf_plain=chrf_plain, elapsed_s=round(elapsed, 1), notes=mset.notes,
+        chrf_tagged=chrf_tagged, chrf_plain=chrf_plain, elapsed_s=round(elapsed, 1), notes=notes,
         items=results,
     )

@@ -270,6 +270,10 @@ def test_the_transfer_grammar_allows_only_the_translation_and_the_tags(tmp_path)
 
     body = _llamacpp(tmp_path).build_request(TranslationRequest(
         "我喜欢<b1>猫</b1><x2/>。", "zh", "en", markup=True, transfer="I like cats."))
-    assert body["grammar"].splitlines() == ['root ::= g "I" g " " g "like" g " " g "cats" g "." g',
-                                            'g ::= ( "<b1>" | "</b1>" | "<x2/>" )*']
+    rules = dict(line.split(" ::= ", 1) for line in body["grammar"].splitlines())
+    assert rules["root"] == "s0x0"
+    assert rules["s0x0"] == '"<b1>" s0x1 | "<x2/>" s0x4 | "I" s1x0'  # </b1> only after <b1>
+    assert rules["s6x7"] == '""'  # the end: every chunk of the translation, every tag once
+    assert "s6x3" in rules and '"<x2/>" s6x7' in rules["s6x3"]  # a tag may come after the last word
+    assert all(state[1:].split("x")[0].isdigit() for state in rules if state != "root")
     assert body["messages"][-1]["content"] == "Sentence: 我喜欢<b1>猫</b1><x2/>。\nTranslation: I like cats."
