@@ -81,8 +81,8 @@ def check_key(request: Request) -> None:
 async def translate(request: Request):
     """DeepL's /v2/translate: ``text`` (one or many), ``target_lang``, optional ``source_lang``."""
     settings: Settings = request.app.state.settings
+    check_key(request)  # the key is in a header: checked before the body is read
     fields = await fields_of(request)
-    check_key(request)
     texts = fields.get("text")
     if isinstance(texts, str):
         texts = [texts]
@@ -141,8 +141,8 @@ async def translate(request: Request):
 @router.post("/languages", operation_id="deepl_languages_post")
 async def languages(request: Request):
     """Source or target languages in DeepL's shape."""
+    check_key(request)  # the key is in a header: checked before the body is read
     fields = await fields_of(request)
-    check_key(request)
     kind = (text_field(fields, "type") or "source").lower()
     if kind not in ("source", "target"):
         raise ApiError(400, "Value for 'type' not supported: use source or target")
@@ -176,8 +176,8 @@ async def glossary_language_pairs(request: Request):
 
 @router.post("/glossaries", status_code=201)
 async def create_glossary(request: Request):
+    check_key(request)  # the key is in a header: checked before the body is read
     fields = await fields_of(request)
-    check_key(request)
     supported = runtime_of(request).engine.languages
     required = {name: text_field(fields, name) for name in ("name", "source_lang", "target_lang", "entries")}
     for name, value in required.items():
