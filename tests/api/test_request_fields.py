@@ -142,7 +142,10 @@ def test_a_glossary_name_that_is_not_a_string_is_refused_not_stored(url: str) ->
 
 def test_form_fields_are_read_in_one_pass_and_repeats_become_lists(url: str) -> None:
     repeated = httpx.post(f"{url}/v2/translate", data={"text": ["one", "two"], "target_lang": "DE"})
+    batch = httpx.post(f"{url}/v2/translate",
+                       data={"text": ["x"] * 64, "target_lang": "DE", "source_lang": "EN"})
     many = httpx.post(f"{url}/translate",
                       data={**{f"f{i}": "x" for i in range(100)}, "q": "hi", "target": "de"})
     assert repeated.status_code == 200 and len(repeated.json()["translations"]) == 2
+    assert batch.status_code == 200 and len(batch.json()["translations"]) == 64  # batch_limit texts fit
     assert many.status_code == 400 and "fields" in many.json()["error"]
