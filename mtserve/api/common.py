@@ -6,8 +6,8 @@ and gets a 400 that says what is wrong instead of an exception that becomes a 50
 
 - JSON (``decode_json``): parsed by pydantic-core's Rust parser, which refuses an integer of
   more than 4,300 digits, invalid UTF-8 and lone surrogates, and bounds its own recursion (never
-  the Python stack's); nesting deeper than ``json_max_depth`` is refused too. JSON carried in a text field (a form's
-  ``glossary``) goes through the same function.
+  the Python stack's); nesting deeper than ``json_max_depth`` is refused too. JSON carried in a
+  text field (a form's ``glossary``) goes through the same function.
 - Form data (``read_form``): starlette's parser with bounded field counts and sizes, read in one
   pass; a document upload (``read_upload``) is read as a stream, so its size limit and its key are
   checked as the bytes arrive, not after the whole body is in memory.
