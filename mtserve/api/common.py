@@ -28,6 +28,7 @@ from fastapi import Request
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import ApiError
 from mtserve.service.access import AccessDenied
@@ -38,6 +39,8 @@ JSON_DEPTH_DEFAULT: int = Settings.model_fields["json_max_depth"].default  # whe
 FORM_EXTRA_FIELDS = 32  # a form's fields besides its texts (q or text, repeated up to batch_limit)
 UPLOAD_MAX_FIELDS = 16  # file, source, target, api_key, glossary, glossary_id, format...
 UPLOAD_MAX_FIELD_BYTES = 64 * 1024  # one form field of an upload (a glossary as JSON text is the big one)
+CLIENT_CLOSED = 499  # nginx's code for "client closed the request"
+GONE = "the client closed the connection before the whole body arrived"
 KEY_BEFORE_UPLOAD = (
     "an API key is required before a document of this size is read: send it in an Authorization: "
     "Bearer header, as ?api_key= in the URL, or as the api_key form field before the file field"
@@ -103,6 +106,8 @@ async def read_json(request: Request) -> Any:
         return decode_json(await request.body(), json_max_depth(request))
     except BadJson as exc:
         raise ApiError(400, str(exc)) from None
+    except ClientDisconnect:  # logged and counted as what it is, not as a server fault
+        raise ApiError(CLIENT_CLOSED, GONE) from None
 
 
 # --- form data and query strings -------------------------------------------------------------------
@@ -118,6 +123,8 @@ async def read_form(request: Request) -> dict[str, Any]:
     except StarletteHTTPException as exc:  # starlette's MultiPartException: too many fields, a file...
         raise ApiError(400, f"could not read the form: {exc.detail}; documents go to /translate_file") \
             from None
+    except ClientDisconnect:
+        raise ApiError(CLIENT_CLOSED, GONE) from None
     fields: dict[str, Any] = {}
     for key, value in form.multi_items():
         if key in fields:
@@ -387,6 +394,8 @@ async def read_upload(request: Request, *, max_file_bytes: int, limit_message: s
         parser.finalize()
     except FormParserError as exc:
         raise bad(str(exc) or type(exc).__name__) from None
+    except ClientDisconnect:
+        raise ApiError(CLIENT_CLOSED, GONE) from None
     if upload.content is not None:
         upload.content = bytes(file_data)
     return upload

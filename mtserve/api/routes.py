@@ -18,7 +18,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 from sse_starlette.sse import EventSourceResponse
 
-from mtserve.api.common import admit, authorize, read_fields, runtime_of, validation_context
+from mtserve.api.common import (
+    CLIENT_CLOSED,
+    admit,
+    authorize,
+    read_fields,
+    runtime_of,
+    validation_context,
+)
 from mtserve.api.errors import ApiError, NotReady, describe_validation_error
 from mtserve.api.schemas import (
     DetectedLanguage,
@@ -37,7 +44,6 @@ log = logging.getLogger(__name__)
 router = APIRouter()
 Model = TypeVar("Model", bound=BaseModel)
 
-CLIENT_CLOSED = 499  # nginx's code for "client closed the request"
 DISCONNECT_POLL_S = 0.25
 ERRORS = {
     400: {"model": ErrorBody, "description": "Invalid request: the message says what to fix."},

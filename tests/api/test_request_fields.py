@@ -4,6 +4,7 @@ wrong type refused by name, on every API family (issue 14, defect 7: the API-bod
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import httpx
@@ -11,6 +12,7 @@ import pytest
 
 from mtserve.api.common import BadJson, decode_json
 from tests.api.test_api_behaviour import serve
+from tests.conftest import metric_value
 from tests.fakes import FakeEngine
 
 
@@ -149,3 +151,32 @@ def test_form_fields_are_read_in_one_pass_and_repeats_become_lists(url: str) -> 
     assert repeated.status_code == 200 and len(repeated.json()["translations"]) == 2
     assert batch.status_code == 200 and len(batch.json()["translations"]) == 64  # batch_limit texts fit
     assert many.status_code == 400 and "fields" in many.json()["error"]
+
+
+@pytest.mark.parametrize("path, content_type", [
+    ("/translate", "application/json"),
+    ("/v2/translate", "application/x-www-form-urlencoded"),
+    ("/jobs", "multipart/form-data; boundary=xx"),
+])
+def test_a_client_gone_mid_body_is_a_499_not_a_server_fault(path: str, content_type: str) -> None:
+    with serve(FakeEngine()) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {content_type}\r\n"
+                         "Content-Length: 100000\r\n\r\n".encode()
+                         + b'--xx\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nab')
+            time.sleep(0.3)
+        deadline = time.monotonic() + 5
+        labels = f'route="{path}"'
+        while time.monotonic() < deadline:
+            closed = metric_value(url, f'mtserve_requests_total{{api="{_api(path)}",{labels},status="499"}}', 0)
+            if closed:
+                break
+            time.sleep(0.1)
+        failed = metric_value(url, f'mtserve_requests_total{{api="{_api(path)}",{labels},status="500"}}',
+                              0)
+    assert closed == 1 and failed == 0
+
+
+def _api(path: str) -> str:
+    return "deepl" if path.startswith("/v2/") else "libretranslate"
