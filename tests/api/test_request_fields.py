@@ -167,14 +167,13 @@ def test_a_client_gone_mid_body_is_a_499_not_a_server_fault(path: str, content_t
                          + b'--xx\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nab')
             time.sleep(0.3)
         deadline = time.monotonic() + 5
-        labels = f'route="{path}"'
-        while time.monotonic() < deadline:
-            closed = metric_value(url, f'mtserve_requests_total{{api="{_api(path)}",{labels},status="499"}}', 0)
-            if closed:
-                break
+        def requests(status: int) -> float:
+            return metric_value(url, f'mtserve_requests_total{{api="{_api(path)}",route="{path}",'
+                                     f'status="{status}"}}', 0)
+
+        while time.monotonic() < deadline and not (closed := requests(499)):
             time.sleep(0.1)
-        failed = metric_value(url, f'mtserve_requests_total{{api="{_api(path)}",{labels},status="500"}}',
-                              0)
+        failed = requests(500)
     assert closed == 1 and failed == 0
 
 
