@@ -153,7 +153,8 @@ class Settings(BaseSettings):
     )
     segment_max_chars: int = Field(
         400, description="Longer sentences are split at clause boundaries, then between words, and a "
-        "word longer than this is cut, so no segment sent to the engine is longer."
+        "word longer than this is cut, so no segment sent to the engine is longer (a character beyond "
+        "U+FFFF, an emoji or rare CJK, counts as 3: it takes several tokens)."
     )
 
     glossary_file: Path | None = Field(

@@ -4,10 +4,10 @@ LibreTranslate (``/translate``...), DeepL (``/v2``) and OpenAI (``/v1``) routes 
 answers, but every field they read comes through here first, so hostile input meets one set of bounds
 and gets a 400 that says what is wrong instead of an exception that becomes a 500:
 
-- JSON (``decode_json``): parsed by pydantic-core's Rust parser, which refuses an integer of more
-  than 4,300 digits, invalid UTF-8 and lone surrogates, and never recurses on the Python stack;
-  nesting deeper than ``json_max_depth`` is refused too. JSON carried in a text field (a form's
-  ``glossary``) goes through the same function.
+- JSON (``decode_json``): parsed by pydantic-core's Rust parser, which refuses an integer of
+  more than 4,300 digits, invalid UTF-8 and lone surrogates, and bounds its own recursion (never
+  the Python stack's); nesting deeper than ``json_max_depth`` is refused too. JSON carried in a
+  text field (a form's ``glossary``) goes through the same function.
 - Form data (``read_form``): starlette's parser with bounded field counts and sizes, read in one
   pass; a document upload (``read_upload``) is read as a stream, so its size limit and its key are
   checked as the bytes arrive, not after the whole body is in memory.
@@ -31,8 +31,9 @@ from fastapi import Request
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
-from mtserve.api.errors import ApiError, ClientGone, NotReady
+from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
 from mtserve.documents.jobs import Job, JobStore
 from mtserve.service.access import AccessDenied, QuotaExceeded
 from mtserve.service.runtime import Runtime
@@ -43,9 +44,10 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 JSON_DEPTH_DEFAULT: int = Settings.model_fields["json_max_depth"].default  # where no settings are at hand
-FORM_MAX_FIELDS = 64  # a LibreTranslate or DeepL form has a handful; a list of texts may repeat one
+FORM_EXTRA_FIELDS = 32  # a form's fields besides its texts (q or text, repeated up to batch_limit)
 UPLOAD_MAX_FIELDS = 16  # file, source, target, api_key, glossary, glossary_id, format...
 UPLOAD_MAX_FIELD_BYTES = 64 * 1024  # one form field of an upload (a glossary as JSON text is the big one)
+GONE = "the client closed the connection before the whole body arrived"
 KEY_BEFORE_UPLOAD = (
     "an API key is required before a document of this size is read: send it in an Authorization: "
     "Bearer header, as ?api_key= in the URL, or as the api_key form field before the file field"
@@ -60,7 +62,7 @@ class BadJson(ValueError):
 def decode_json(raw: bytes | str, max_depth: int = JSON_DEPTH_DEFAULT, what: str = "the body") -> Any:
     """Parse JSON text within bounds, or raise BadJson naming the bound that was crossed.
 
-    pydantic-core (jiter) parses iteratively with its own depth cap of 200, refuses integers past
+    pydantic-core (jiter) parses in Rust with its own depth cap of 200, refuses integers past
     Python's 4,300-digit conversion limit, and refuses NaN/Infinity, invalid UTF-8 and lone
     surrogates, all as a ValueError. The depth bound is then checked on the result; only a text
     with more opening brackets than the bound can cross it, so most bodies skip that walk.
@@ -111,20 +113,25 @@ async def read_json(request: Request) -> Any:
         return decode_json(await request.body(), json_max_depth(request))
     except BadJson as exc:
         raise ApiError(400, str(exc)) from None
+    except ClientDisconnect:  # logged and counted as what it is, not as a server fault
+        raise ApiError(CLIENT_CLOSED, GONE) from None
 
 
 # --- form data and query strings -------------------------------------------------------------------
 async def read_form(request: Request) -> dict[str, Any]:
     """URL-encoded or multipart form fields; a repeated field (``text=a&text=b``) becomes a list.
 
-    Bounded by starlette's parser (``FORM_MAX_FIELDS`` fields, 1 MiB a field) and read in one pass;
-    a file part here is refused, since document uploads have their own routes.
+    Bounded by starlette's parser (batch_limit texts and ``FORM_EXTRA_FIELDS`` other fields, 1 MiB
+    a field) and read in one pass; a file part here is refused, since documents have their own routes.
     """
+    settings: Settings = request.app.state.settings
     try:
-        form = await request.form(max_files=0, max_fields=FORM_MAX_FIELDS)
+        form = await request.form(max_files=0, max_fields=settings.batch_limit + FORM_EXTRA_FIELDS)
     except StarletteHTTPException as exc:  # starlette's MultiPartException: too many fields, a file...
         raise ApiError(400, f"could not read the form: {exc.detail}; documents go to /translate_file") \
             from None
+    except ClientDisconnect:
+        raise ApiError(CLIENT_CLOSED, GONE) from None
     fields: dict[str, Any] = {}
     for key, value in form.multi_items():
         if key in fields:
@@ -401,6 +408,8 @@ async def read_upload(request: Request, *, max_file_bytes: int, limit_message: s
         parser.finalize()
     except FormParserError as exc:
         raise bad(str(exc) or type(exc).__name__) from None
+    except ClientDisconnect:
+        raise ApiError(CLIENT_CLOSED, GONE) from None
     if upload.content is not None:
         upload.content = bytes(file_data)
     return upload

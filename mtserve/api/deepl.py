@@ -134,8 +134,8 @@ def check_key(request: Request) -> None:
 async def translate(request: Request):
     """DeepL's /v2/translate: ``text`` (one or many), ``target_lang``, optional ``source_lang``."""
     settings: Settings = request.app.state.settings
+    check_key(request)  # the key is in a header: checked before the body is read
     fields = await fields_of(request)
-    check_key(request)
     texts = fields.get("text")
     if isinstance(texts, str):
         texts = [texts]
@@ -191,8 +191,8 @@ async def translate(request: Request):
 @router.post("/languages", operation_id="deepl_languages_post")
 async def languages(request: Request):
     """Source or target languages in DeepL's shape."""
+    check_key(request)  # the key is in a header: checked before the body is read
     fields = await fields_of(request)
-    check_key(request)
     kind = (text_field(fields, "type") or "source").lower()
     if kind not in ("source", "target"):
         raise ApiError(400, "Value for 'type' not supported: use source or target")
@@ -233,8 +233,8 @@ async def glossary_language_pairs(request: Request):
 async def create_glossary(request: Request):
     """A glossary owned by the caller's API key (the operator's while keys are off); capped in count and size."""
     settings: Settings = request.app.state.settings
+    check_key(request)  # the key is in a header: checked before the body is read
     fields = await fields_of(request)
-    check_key(request)
     supported = runtime_of(request).model.languages
     for name in ("name", "source_lang", "target_lang", "entries"):
         if not fields.get(name) or not isinstance(fields[name], str):

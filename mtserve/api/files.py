@@ -138,7 +138,7 @@ async def _submit(request: Request) -> Job:
     if "multipart/form-data" not in content_type:
         raise ApiError(400, "send the document as multipart/form-data with fields file, source and target")
     declared = request.headers.get("content-length")
-    too_big = (f"the upload is over {store.settings.files_max_mb:g} MB, the limit (MTSERVE_FILES_MAX_MB)")
+    too_big = f"the upload is over {store.settings.files_max_mb:g} MB, the limit (MTSERVE_FILES_MAX_MB)"
     if declared and declared.isdigit() and int(declared) > store.max_bytes + MULTIPART_SLACK:
         raise ApiError(413, f"the upload is {int(declared) / 1e6:,.1f} MB; the limit is "
                             f"{store.settings.files_max_mb:g} MB (MTSERVE_FILES_MAX_MB)")

@@ -180,8 +180,8 @@ async def list_models(request: Request):
 async def chat_completions(request: Request):
     """Translate the last user message; see the module notes for how the target is chosen."""
     settings: Settings = request.app.state.settings
+    admit(request, None)  # the key is in a header: checked before the body is read
     body = await read_json(request)
-    admit(request, None)
     text, source, target = parse_chat(body, settings)
     stream = flag_field(body, "stream")
     stream_options = object_field(body, "stream_options") or {}

@@ -252,6 +252,18 @@ def _word_units(text: str) -> list[str]:
 
 _SPLITTERS: list[Callable[[str], list[str]]] = [_clause_units, _word_units]
 _CLUSTER_BACKOFF = 16  # how far a hard cut may move back to keep a character with its marks
+_ASTRAL_WEIGHT = 3  # what a character beyond U+FFFF counts for in max_chars
+
+
+def segment_size(text: str) -> int:
+    """The length ``max_chars`` bounds: characters, with each one beyond U+FFFF counted as three.
+
+    Emoji, CJK Extension B and other astral characters are four UTF-8 bytes and take two to four
+    tokens each (400 of U+20000 are 1,235 tokens for Qwen: past a 1,024-token slot), where the
+    common CJK characters take one; this keeps a segment of either inside the engine's context.
+    """
+    astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+    return len(text) + (_ASTRAL_WEIGHT - 1) * astral
 
 
 def _fit(text: str, max_chars: int, level: int) -> list[str]:
@@ -259,26 +271,31 @@ def _fit(text: str, max_chars: int, level: int) -> list[str]:
 
     Clause marks first, then spaces (or between CJK characters); a "word" still too long (a
     base64 blob, a URL, a run of one letter) is cut where it must be (``_hard_cuts``), so no
-    segment sent to the engine is ever longer than ``max_chars``.
+    segment sent to the engine is ever longer than ``max_chars`` (as ``segment_size`` counts).
     """
-    if len(text.strip()) <= max_chars:
+    size = segment_size(text)
+    if size <= max_chars or segment_size(text.strip()) <= max_chars:
         return [text]
     if level == len(_SPLITTERS):
         return _hard_cuts(text, max_chars)
+    measure = len if size == len(text) else segment_size  # no astral characters: sizes are lengths
     chunks: list[str] = []
-    current = ""
+    current, current_size = "", 0
     for unit in _SPLITTERS[level](text):
-        # the raw length bounds the stripped one, so the strip (a copy) runs only near the limit
-        if current and len(current) + len(unit) > max_chars and len((current + unit).strip()) > max_chars:
+        unit_size = measure(unit)
+        # the raw size bounds the stripped one, so the strip (a copy) runs only near the limit
+        crosses = current_size + unit_size > max_chars
+        if current and crosses and segment_size((current + unit).strip()) > max_chars:
             chunks.append(current)
-            current = ""
+            current, current_size = "", 0
         current += unit
+        current_size += unit_size
     chunks.append(current)
     return [part for chunk in chunks for part in _fit(chunk, max_chars, level + 1)]
 
 
 def _hard_cuts(text: str, max_chars: int) -> list[str]:
-    """Cut a text with no boundary left into pieces of at most ``max_chars`` characters.
+    """Cut a text with no boundary left into pieces of at most ``max_chars`` (``segment_size``).
 
     Leading and trailing whitespace stay on the first and last piece. A cut is moved back (at
     most ``_CLUSTER_BACKOFF`` characters) so that it does not part a letter from its combining
@@ -289,14 +306,21 @@ def _hard_cuts(text: str, max_chars: int) -> list[str]:
     core_end = len(text.rstrip())
     pieces: list[str] = []
     start = core_start
-    while core_end - start > max_chars:
-        cut = start + max_chars
+    remaining = segment_size(text[start:core_end])
+    while remaining > max_chars:
+        longest = min(start + max_chars, core_end)
+        while longest > start + 1 and (excess := segment_size(text[start:longest]) - max_chars) > 0:
+            longest = max(start + 1, longest - max(1, excess // _ASTRAL_WEIGHT))  # astral ones in it
+        if longest >= core_end:
+            break  # one character counted over a tiny max_chars: it goes as it is
+        cut = longest
         earliest = max(start + 1, cut - _CLUSTER_BACKOFF)
         while cut > earliest and not _can_cut(text, cut):
             cut -= 1
         if not _can_cut(text, cut):
-            cut = start + max_chars  # one cluster longer than the window: cut it anyway
+            cut = longest  # one cluster longer than the window: cut it anyway
         pieces.append(text[start:cut])
+        remaining -= segment_size(pieces[-1])
         start = cut
     pieces.append(text[start:core_end])
     pieces[0] = text[:core_start] + pieces[0]

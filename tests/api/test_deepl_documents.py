@@ -10,10 +10,10 @@ import deepl
 import httpx
 import pytest
 
-from tests.servers import serve
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han
+from tests.servers import serve
 
 FORMATS = ["notes.txt", "report.docx", "slides.pptx", "page.html", "film.srt"]
 

@@ -7,8 +7,8 @@ import re
 
 import httpx
 
-from tests.servers import serve
 from tests.quality.helpers import ScriptedEngine
+from tests.servers import serve
 
 
 def deepl(url, text, **fields):

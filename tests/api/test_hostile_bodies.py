@@ -11,9 +11,9 @@ import time
 import httpx
 import pytest
 
-from tests.servers import serve
 from tests.fakes import FakeEngine
 from tests.hostile.bodies import HostileRequest, error_message, hostile_requests
+from tests.servers import serve
 
 REQUEST_BOUND_S = 5.0  # generous: each of these is refused (or translated by the fake) in milliseconds
 

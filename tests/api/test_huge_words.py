@@ -7,8 +7,8 @@ import json
 
 import httpx
 
-from tests.servers import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 MAX_CHARS = 400  # segment_max_chars, the default
 
@@ -42,3 +42,11 @@ def test_the_stream_cuts_a_huge_word_the_same_way() -> None:
     final = json.loads(lines[-1][len("data:"):])
     assert final["translatedText"] == "<de>" + "b" * 400 + "<de>" + "b" * 400 + "<de>" + "b" * 100
     assert max(len(call.text) for call in engine.calls) <= MAX_CHARS
+
+
+def test_characters_beyond_the_bmp_are_cut_to_fit_the_context() -> None:
+    engine = FakeEngine()
+    with serve(engine, segment_max_chars=MAX_CHARS) as url:
+        r = httpx.post(f"{url}/translate", json={"q": "\U00020000" * 400, "source": "zh", "target": "en"})
+    assert r.status_code == 200, r.text
+    assert max(len(call.text) for call in engine.calls) <= MAX_CHARS // 3  # each takes about three tokens

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from mtserve.service.access import KeyStore
-from tests.servers import serve
 from tests.fakes import FakeEngine
 from tests.hostile.bodies import BOUNDARY, MULTIPART, multipart
+from tests.servers import serve
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +117,15 @@ def test_a_wrong_header_key_is_refused_before_the_upload_is_read(keyed) -> None:
     answer = raw_request(url, head, b"")
     assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
     assert b"invalid API key" in answer
+
+
+@pytest.mark.parametrize("path", ["/v2/translate", "/v2/glossaries", "/v1/chat/completions"])
+def test_deepl_and_openai_keys_are_checked_before_the_body_is_read(keyed, path: str) -> None:
+    url, _ = keyed  # their key is only ever in a header, so there is nothing to wait for
+    head = (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            "Content-Length: 900000\r\n\r\n")
+    answer = raw_request(url, head, b'{"text": ["')
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
 
 
 def test_an_upload_with_no_key_is_refused_once_more_than_a_plain_body_was_read(keyed) -> None:

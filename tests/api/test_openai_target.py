@@ -13,8 +13,8 @@ import pytest
 
 from mtserve.api.errors import ApiError
 from mtserve.api.openai import NAME_TO_CODE, resolve_languages
-from tests.servers import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 # The pattern the target search used to be: the reference for what it finds (quadratic on long prompts).
 _NAMES = "|".join(sorted((re.escape(n) for n in NAME_TO_CODE), key=len, reverse=True))

@@ -4,14 +4,15 @@ wrong type refused by name, on every API family (issue 14, defect 7: the API-bod
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import httpx
 import pytest
 
 from mtserve.api.common import BadJson, decode_json
-from tests.servers import serve
 from tests.fakes import FakeEngine
+from tests.servers import metric_value, serve
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +143,38 @@ def test_a_glossary_name_that_is_not_a_string_is_refused_not_stored(url: str) ->
 
 def test_form_fields_are_read_in_one_pass_and_repeats_become_lists(url: str) -> None:
     repeated = httpx.post(f"{url}/v2/translate", data={"text": ["one", "two"], "target_lang": "DE"})
+    batch = httpx.post(f"{url}/v2/translate",
+                       data={"text": ["x"] * 64, "target_lang": "DE", "source_lang": "EN"})
     many = httpx.post(f"{url}/translate",
                       data={**{f"f{i}": "x" for i in range(100)}, "q": "hi", "target": "de"})
     assert repeated.status_code == 200 and len(repeated.json()["translations"]) == 2
+    assert batch.status_code == 200 and len(batch.json()["translations"]) == 64  # batch_limit texts fit
     assert many.status_code == 400 and "fields" in many.json()["error"]
+
+
+@pytest.mark.parametrize("path, content_type", [
+    ("/translate", "application/json"),
+    ("/v2/translate", "application/x-www-form-urlencoded"),
+    ("/jobs", "multipart/form-data; boundary=xx"),
+])
+def test_a_client_gone_mid_body_is_a_499_not_a_server_fault(path: str, content_type: str) -> None:
+    with serve(FakeEngine()) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {content_type}\r\n"
+                         "Content-Length: 100000\r\n\r\n".encode()
+                         + b'--xx\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nab')
+            time.sleep(0.3)
+        deadline = time.monotonic() + 5
+        def requests(status: int) -> float:
+            return metric_value(url, f'mtserve_requests_total{{api="{_api(path)}",route="{path}",'
+                                     f'status="{status}"}}', 0)
+
+        while time.monotonic() < deadline and not (closed := requests(499)):
+            time.sleep(0.1)
+        failed = requests(500)
+    assert closed == 1 and failed == 0
+
+
+def _api(path: str) -> str:
+    return "deepl" if path.startswith("/v2/") else "libretranslate"

@@ -9,8 +9,8 @@ import json
 import httpx
 import pytest
 
-from tests.servers import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 STREAMS = {
     "libretranslate, source auto": ("/translate/stream", {"q": "快。", "source": "auto", "target": "en"}),

@@ -280,9 +280,11 @@ def _paths() -> list[HostileRequest]:
         HostileRequest("jobs: an id of 20,000 characters", "GET", f"/jobs/{long_id}"),
         HostileRequest("jobs: an id that is not UTF-8", "GET", "/jobs/%ED%A0%80%FF"),
         HostileRequest("download_file: a name of 20,000 characters", "GET", f"/download_file/{long_id}"),
-        HostileRequest("download_file: a path that climbs out", "GET", "/download_file/..%2F..%2Fetc%2Fpasswd"),
+        HostileRequest("download_file: a path that climbs out", "GET",
+                       "/download_file/..%2F..%2Fetc%2Fpasswd"),
         HostileRequest("v2 glossary: an id that is not UTF-8", "GET", "/v2/glossaries/%ED%A0%80"),
-        HostileRequest("translate/stream GET: format pdf", "GET", "/translate/stream?q=hi&target=de&format=pdf"),
+        HostileRequest("translate/stream GET: format pdf", "GET",
+                       "/translate/stream?q=hi&target=de&format=pdf"),
         HostileRequest("translate/stream GET: no q", "GET", "/translate/stream?target=de"),
     ]
 
@@ -290,6 +292,9 @@ def _paths() -> list[HostileRequest]:
 def _huge_words() -> list[HostileRequest]:
     """Legal: one "word" longer than a segment, cut to fit the engine instead of failing in it."""
     return [
+        json_request("translate: 400 characters beyond U+FFFF", "/translate",
+                     {"q": "\U00020000" * 400, "source": "zh", "target": "en"},
+                     status=(200, 200), engine_work=True),
         json_request("translate: one word of 1,200 letters", "/translate",
                      {"q": "a" * 1200, "source": "en", "target": "de"}, status=(200, 200), engine_work=True),
         json_request("translate: 1,200 Han characters, no punctuation", "/translate",

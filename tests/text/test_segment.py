@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mtserve.text.segment import Piece, is_cjk, join_pieces, split_text
+from mtserve.text.segment import Piece, is_cjk, join_pieces, segment_size, split_text
 
 
 def sentences(text: str, lang: str, max_chars: int = 400) -> list[str]:
@@ -26,7 +26,8 @@ def assert_invariants(text: str, lang: str, max_chars: int = 400) -> list[Piece]
         assert piece.text, "no empty pieces"
         if piece.translate:
             assert piece.text == piece.text.strip(), f"edge whitespace in {piece.text!r}"
-            assert len(piece.text) <= max_chars, piece.text  # the engine's context holds every segment
+            # the engine's context holds every segment (a lone astral character may pass a tiny bound)
+            assert segment_size(piece.text) <= max_chars or len(piece.text) == 1, piece.text
         else:
             assert piece.text.isspace(), f"separator with content: {piece.text!r}"
     for left, right in zip(pieces, pieces[1:]):
@@ -268,6 +269,16 @@ def test_a_huge_word_is_cut_into_segments_that_fit(text: str, lang: str) -> None
     segments = [piece.text for piece in pieces if piece.translate]
     assert len(segments) >= len(text.strip()) // 400
     assert join_pieces(pieces, segments) == text  # the cut pieces join back with nothing added
+
+
+def test_characters_beyond_the_bmp_count_three_so_a_segment_still_fits_the_context() -> None:
+    # 400 of U+20000 were 1,235 tokens for the test model: past its 1,024-token slot
+    for text, lang in (("\U00020000" * 400, "zh"), ("😀" * 400, "en"), ("ab😀" * 200, "en")):
+        segments = sentences(text, lang, max_chars=400)
+        assert "".join(segments) == text
+        assert all(segment_size(segment) <= 400 for segment in segments)
+    assert max(len(segment) for segment in sentences("\U00020000" * 400, "zh", max_chars=400)) == 133
+    assert segment_size("字" * 400) == 400 and segment_size("\U00020000") == 3
 
 
 def test_a_hard_cut_keeps_letters_with_their_marks_and_emoji_whole() -> None:
