@@ -138,7 +138,7 @@ async def translate(request: Request):
     usage = Usage()
     results = await run_call(request, lambda: service.translate(
         texts, req.source, req.target, req.format, req.alternatives, timeout_s=deadline_s(req, settings),
-        usage=usage, glossary=req.glossary, glossary_id=req.glossary_id, key_id=key_id_of(request),
+        usage=usage, glossary=req.glossary, glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
     ), sum(len(t) for t in texts), usage)
     request.state.chars_out = sum(len(r.text) for r in results)
     single = not isinstance(req.q, list)
@@ -151,6 +151,8 @@ async def translate(request: Request):
     if req.alternatives:
         alts = [r.alternatives for r in results]
         body["alternatives"] = alts[0] if single else alts
+    if usage.tm_segments:  # an extension: how many segments came from the translation memory as stored
+        body["translationMemory"] = {"segments": usage.tm_segments}
     return JSONResponse(body, headers={"Server-Timing": server_timing(usage)})
 
 
@@ -173,7 +175,7 @@ async def _stream(request: Request, req: TranslateRequest):
     usage = Usage()
     events = service.stream(req.q, req.source, req.target, req.format,
                             timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
-                            glossary_id=req.glossary_id, key_id=key_id_of(request))
+                            glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm)
     first = await open_stream(request, events, len(req.q), usage)
 
     def render(event: StreamEvent) -> list[dict[str, str]]:

@@ -26,6 +26,10 @@ class TranslateRequest(BaseModel):
         description='Terms to translate as given, e.g. {"国际商业机器公司": "IBM"}; in form data, '
         "the same object as a JSON string. Adds to (and overrides) the server-wide glossary.",
     )
+    tm: bool = Field(
+        True, description="Use the translation memory: exact matches are served from it, and similar "
+        "entries guide the translation. false leaves it out.",
+    )
     glossary_id: str | None = Field(
         None,
         description="Id of a stored glossary (`mtserve glossary add`, or DeepL's POST /v2/glossaries) "
@@ -74,6 +78,7 @@ class TranslateResponse(BaseModel):
     translatedText: str | list[str]
     detectedLanguage: DetectedLanguage | list[DetectedLanguage] | None = None
     alternatives: list[str] | list[list[str]] | None = None
+    translationMemory: dict[str, int] | None = None  # segments served from the translation memory
 
 
 class LanguageInfo(BaseModel):

@@ -31,6 +31,9 @@ class TranslationRequest:
     # ``text`` holds numbered inline tags or placeholders (mtserve.text.markup) that must come
     # back: the prompt teaches the convention, and a strict retry may require them by grammar
     markup: bool = False
+    # (source, translation) pairs from the translation memory most like ``text``: shown to an LLM as
+    # examples after the fixed prefix (system prompt, fixed examples), which stays cached
+    examples: tuple[tuple[str, str], ...] = ()
     # The tag-free translation of ``text``, to put ``text``'s tags into (markup_mode "transfer"):
     # the engine then returns this translation with the tags inserted, nothing else changed.
     transfer: str | None = None

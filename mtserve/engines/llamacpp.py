@@ -184,7 +184,7 @@ class LlamaCppEngine:
         body: dict[str, Any] = {
             "messages": self.template.messages(request.text, request.source, request.target,
                                                glossary=request.glossary, strict=request.strict,
-                                               markup=request.markup),
+                                               markup=request.markup, retrieved=request.examples),
             "temperature": request.temperature,
             "max_tokens": min(max_tokens, self._max_output_tokens),
             "cache_prompt": self._cache_prompt,

@@ -78,7 +78,7 @@ class PromptTemplate:
         return messages
 
     def messages(self, text: str, source: str, target: str, glossary: Terms = (),
-                 strict: bool = False, markup: bool = False) -> Messages:
+                 strict: bool = False, markup: bool = False, retrieved: tuple[Example, ...] = ()) -> Messages:
         fields = {
             "text": text,
             "source": language_name(source),
@@ -116,6 +116,7 @@ class PromptTemplate:
         examples = self.examples.get((source, target), ())
         if markup:
             examples += self.markup_examples.get((source, target), ())
+        examples += tuple(retrieved)  # the translation memory's, after the fixed (cached) prefix
         for example_source, example_target in examples:
             messages.append({"role": "user", "content": user.format(**{**fields, "text": example_source})})
             messages.append({"role": "assistant", "content": example_target})

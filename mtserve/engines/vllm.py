@@ -504,7 +504,7 @@ class VllmEngine:
                                                    request.target)
         return self.template.messages(request.text, request.source, request.target,
                                       glossary=request.glossary, strict=request.strict,
-                                      markup=request.markup)
+                                      markup=request.markup, retrieved=request.examples)
 
     def render(self, request: TranslationRequest) -> str:
         """The prompt text: the template's messages through the model's chat template."""

@@ -72,6 +72,12 @@ class Metrics:
             "mtserve_guardrail_unresolved", "Retried segments whose output still had a problem, by problem.",
             ["reason"], registry=r,
         )
+        self.tm_exact = Counter(
+            "mtserve_tm_exact_matches", "Segments served from the translation memory as stored (no engine call).",
+            registry=r)
+        self.tm_examples = Counter(
+            "mtserve_tm_examples", "Segments sent to the engine with similar translation-memory entries as "
+            "examples.", registry=r)
         self.inputs_repaired = Counter(
             "mtserve_inputs_repaired", "Texts whose mojibake (UTF-8 read as Latin-1 or cp1252) was repaired "
             "before detection and translation.", registry=r)

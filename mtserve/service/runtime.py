@@ -27,6 +27,7 @@ from mtserve.service.cache import TranslationCache
 from mtserve.service.glossary import GlossaryStore
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Scheduler
+from mtserve.service.tm import TranslationMemory
 from mtserve.service.translator import TranslationService
 from mtserve.settings import Settings
 from mtserve.text.detect import LanguageDetector, parse_prior
@@ -57,6 +58,8 @@ class Runtime:
         # Named glossaries under $MTSERVE_HOME (the file is made on first use): DeepL's /v2/glossaries,
         # `mtserve glossary`, and every request's glossary_id share this one store.
         self.glossaries = GlossaryStore(settings.glossaries_db)
+        # The translation memory under $MTSERVE_HOME (made on first use), shared with `mtserve tm`.
+        self.memory = TranslationMemory(settings.tm_db)
         self.service: TranslationService | None = None
         self.load_error: str | None = None
         self._scheduler: Scheduler | None = None
@@ -97,7 +100,7 @@ class Runtime:
         try:
             self.service = TranslationService(
                 self.settings, self.engine, scheduler, self._cache, detector, self.metrics,
-                glossaries=self.glossaries,
+                glossaries=self.glossaries, memory=self.memory,
             )
         except ValueError as exc:  # a bad setting the service reads, e.g. an invalid glossary file
             self.load_error = f"{type(exc).__name__}: {exc}"

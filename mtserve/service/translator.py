@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
@@ -47,6 +48,7 @@ from mtserve.service.glossary import (
 )
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
+from mtserve.service.tm import ALL_OWNERS, TranslationMemory
 from mtserve.settings import Settings
 from mtserve.text import chinese, markup
 from mtserve.text.cleanup import clean_translation, strip_special_tokens
@@ -66,6 +68,7 @@ FORMATS = ("text", "html", "xml", "markup")
 ALTERNATIVE_TEMPERATURE = 0.7
 ALTERNATIVE_ROUNDS = 2  # sampling rounds to find N distinct alternatives; the second samples hotter
 CHINESE = ("zh", "zt")
+TM_PAIRS_TTL_S = 5.0  # how long the TM's list of pairs with entries is trusted before it is read again
 
 
 class UnsupportedLanguage(ValueError):
@@ -84,12 +87,14 @@ class Usage:
     engine_ms: float = 0.0
     markup_retries: int = 0  # segments whose tags or placeholders came back wrong and were retried
     markup_fallbacks: int = 0  # segments whose tags were placed by the fallback
+    tm_segments: int = 0  # segments served from the translation memory (exact matches)
 
     def add(self, other: "Usage") -> None:
         self.segments += other.segments
         self.cached_segments += other.cached_segments
         self.markup_retries += other.markup_retries
         self.markup_fallbacks += other.markup_fallbacks
+        self.tm_segments += other.tm_segments
         self.generated_tokens += other.generated_tokens
         self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)
@@ -156,6 +161,7 @@ class TranslationService:
         detector: LanguageDetector,
         metrics: Metrics,
         glossaries: GlossaryStore | None = None,
+        memory: TranslationMemory | None = None,
     ):
         self.settings = settings
         self.engine = engine
@@ -167,6 +173,8 @@ class TranslationService:
         glossary_file = settings.glossary_file
         self.glossary_file = GlossaryFile.load(glossary_file) if glossary_file else GlossaryFile()
         self.glossaries = glossaries  # named glossaries, for requests that send a glossary_id
+        self.memory = memory  # the translation memory: exact matches served, similar ones as examples
+        self._tm_pairs: tuple[float, set[tuple[str, str]]] | None = None  # (when, pairs with entries)
         # The retry is a stricter *prompt*, so it is for engines that translate by prompting an LLM.
         self.guarded = settings.guardrails and self.model.prompted
 
@@ -268,8 +276,35 @@ class TranslationService:
                      [gap for plan in plans for gap in plan.gaps])
 
     def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None,
-             fmt: str = "text") -> CacheKey:
-        return CacheKey(self.model.model, source, target, fmt, segment, canonical(terms or {}))
+             fmt: str = "text", examples: tuple[tuple[str, str], ...] = ()) -> CacheKey:
+        """Where a translation is cached: a translation made with TM examples is cached apart."""
+        context = canonical(terms or {}) + (canonical(dict(examples)) if examples else "")
+        return CacheKey(self.model.model, source, target, fmt, segment, context)
+
+    # --- the translation memory --------------------------------------------------------
+    def _memory_for(self, source: str, target: str, use: bool) -> TranslationMemory | None:
+        """The TM, if this request uses it and it holds entries for the pair (checked cheaply)."""
+        if not use or self.memory is None:
+            return None
+        now = time.monotonic()
+        known = self._tm_pairs
+        if known is None or now - known[0] > TM_PAIRS_TTL_S:
+            pairs = {(p.source_lang, p.target_lang) for p in self.memory.stats(owner=ALL_OWNERS) if p.entries}
+            self._tm_pairs = known = (now, pairs)
+        return self.memory if (source, target) in known[1] else None
+
+    def _from_memory(self, memory: TranslationMemory, segment: str, source: str, target: str,
+                     key_id: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+        """(an exact match's translation, or None; else the most similar entries as examples)."""
+        found = memory.exact(segment, source, target, owner=key_id)
+        if found is not None:
+            return found.target, ()
+        if not self.model.prompted or self.settings.tm_k <= 0:
+            return None, ()
+        similar = memory.similar(segment, source, target, k=self.settings.tm_k,
+                                 min_similarity=self.settings.tm_min_similarity, owner=key_id,
+                                 candidates=self.settings.tm_candidates)
+        return None, tuple((m.entry.source, m.entry.target) for m in similar)
 
     # --- glossary, scripts, guardrails -------------------------------------------
     def glossary_for(self, source: str, target: str, glossary: dict[str, str] | None) -> dict[str, str]:
@@ -304,7 +339,7 @@ class TranslationService:
 
     def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
                         temperature: float = 0.0, seed: int | None = None,
-                        marked: bool = False) -> TranslationRequest:
+                        marked: bool = False, examples: tuple[tuple[str, str], ...] = ()) -> TranslationRequest:
         """What the engine sees: Chinese in Simplified script, whatever the caller sent or wants."""
         text = segment
         if source in CHINESE and (source == "zt" or chinese.is_traditional(segment)):
@@ -314,7 +349,7 @@ class TranslationService:
             target = "zh"
             terms = {t: chinese.to_simplified(tr) for t, tr in terms.items()}
         return TranslationRequest(text=text, source=source, target=target, temperature=temperature,
-                                  seed=seed, glossary=tuple(terms.items()), markup=marked)
+                                  seed=seed, glossary=tuple(terms.items()), markup=marked, examples=examples)
 
     @staticmethod
     def _to_target_script(text: str, target: str, terms: dict[str, str]) -> str:
@@ -371,6 +406,7 @@ class TranslationService:
         glossary_id: str | None = None,
         key_id: str | None = None,
         tags: TagHandling | None = None,
+        tm: bool = True,
     ) -> list[Translation]:
         """Translate texts as one request: one ticket, one deadline, all segments fair-queued.
 
@@ -378,6 +414,7 @@ class TranslationService:
         ``glossary_id`` names a stored glossary that sits between the two (``request_glossary``),
         one the caller with API key ``key_id`` may use.
         ``tags`` says how markup splits text for ``fmt`` "html" and "xml" (DeepL's parameters).
+        ``tm=False`` leaves the translation memory out (no exact matches, no retrieved examples).
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
@@ -388,7 +425,8 @@ class TranslationService:
             self.check_pair(src, target)
         async with self.scheduler.ticket(timeout_s, priority) as ticket:
             jobs = [
-                self._translate_one(ticket, text, src, target, fmt, usage, glossary=glossary, tags=tags)
+                self._translate_one(ticket, text, src, target, fmt, usage, glossary=glossary, tags=tags,
+                                    key_id=key_id, tm=tm)
                 for text, (src, _) in zip(texts, resolved)
             ]
             outputs = await asyncio.gather(*jobs)
@@ -419,11 +457,14 @@ class TranslationService:
 
     def _prepare(self, text: str, source: str, target: str, fmt: str, usage: Usage,
                  glossary: dict[str, str] | None, temperature: float = 0.0,
-                 seed: int | None = None, tags: TagHandling | None = None) -> tuple[_Plan, list[_Segment]]:
+                 seed: int | None = None, tags: TagHandling | None = None, key_id: str | None = None,
+                 tm: bool = True) -> tuple[_Plan, list[_Segment]]:
         """Cut a text into segments and decide, once, how each is served: passed through (no
-        words), from the cache (greedy decoding only), or by an engine request."""
+        words), from the translation memory (an exact match), from the cache (greedy decoding
+        only), or by an engine request (with the memory's most similar entries as examples)."""
         plan = self._plan(text, source, target, fmt, tags)
         entries = self.glossary_for(source, target, glossary)
+        memory = self._memory_for(source, target, tm)
         segments: list[_Segment] = []
         for segment, gap in zip(plan.segments, plan.gaps):
             item = _Segment(gap, source=source, entries=entries)
@@ -433,7 +474,17 @@ class TranslationService:
                 continue
             item.marked = self._marked(segment, fmt)
             item.terms = matching_entries(entries, markup.strip_tags(segment) if item.marked else segment)
-            key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text")
+            examples: tuple[tuple[str, str], ...] = ()
+            if memory is not None and item.marked is None:
+                exact, examples = self._from_memory(memory, segment, source, target, key_id)
+                if exact is not None:  # served as stored: never cached, no engine call
+                    item.output = self._to_target_script(exact, target, {}) if target in CHINESE else exact
+                    usage.tm_segments += 1
+                    self.metrics.tm_exact.inc()
+                    continue
+                if examples:
+                    self.metrics.tm_examples.inc()
+            key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples)
             cached = self.cache.get(key) if temperature == 0 else None
             if cached is not None:
                 item.output = cached
@@ -450,7 +501,7 @@ class TranslationService:
                 marked = self.model.prompted and markup.PLACEHOLDER.search(engine_text) is not None
                 item.transfer = self.model.prompted
             item.request = self._engine_request(engine_text, source, target, item.terms, temperature, seed,
-                                                marked=marked)
+                                                marked=marked, examples=examples)
             item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
         return plan, segments
@@ -572,12 +623,13 @@ class TranslationService:
     async def _translate_one(
         self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
         temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
-        tags: TagHandling | None = None,
+        tags: TagHandling | None = None, key_id: str | None = None, tm: bool = True,
     ) -> str:
         shortcut = self._shortcut(text, source, target)
         if shortcut is not None:
             return shortcut[0]
-        plan, segments = self._prepare(text, source, target, fmt, usage, glossary, temperature, seed, tags)
+        plan, segments = self._prepare(text, source, target, fmt, usage, glossary, temperature, seed, tags,
+                                       key_id=key_id, tm=tm)
         pending = [item for item in segments if item.request is not None]
         outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
         await asyncio.gather(*[
@@ -630,6 +682,7 @@ class TranslationService:
         self, text: str, source: str, target: str, fmt: str = "text",
         timeout_s: float | None = None, usage: Usage | None = None,
         glossary: dict[str, str] | None = None, glossary_id: str | None = None, key_id: str | None = None,
+        tm: bool = True,
     ) -> AsyncIterator[StreamEvent]:
         """Yield the translation as it is generated, segment by segment, in order.
 
@@ -664,7 +717,7 @@ class TranslationService:
                     yield StreamEvent("delta", {"text": answer})
                 yield StreamEvent("done", {"translatedText": answer})
                 return
-            plan, segments = self._prepare(text, src, target, fmt, usage, glossary)
+            plan, segments = self._prepare(text, src, target, fmt, usage, glossary, key_id=key_id, tm=tm)
             queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]
             # A marked segment streams no raw deltas: they would show the view's tags, and its
             # final text may still move them (the "segment" event carries it).

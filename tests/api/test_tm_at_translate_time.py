@@ -1,0 +1,76 @@
+"""The translation memory at translate time, on a real server: exact matches served as stored with no
+engine call, similar entries sent to the engine as examples, ``tm: false`` leaving it out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+
+from mtserve.engines.prompts import template_for
+from tests.quality.helpers import ScriptedEngine
+from tests.servers import metric_value, serve
+
+PO = '''msgid ""
+msgstr ""
+"Language: zh_CN\\n"
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+msgid "Save your changes"
+msgstr "保存您的更改"
+
+msgid "Open the settings"
+msgstr "打开设置"
+
+#, fuzzy
+msgid "Delete the file"
+msgstr "删除文件"
+'''
+
+
+def import_po(home, tmp_path) -> str:
+    path = tmp_path / "ui.po"
+    path.write_text(PO, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mtserve.cli", "tm", "import", str(path), "--source", "zh",
+                           "--target", "en", "--home", str(home)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def translate(url, q, **extra):
+    return httpx.post(f"{url}/translate", json={"q": q, "source": "zh", "target": "en", **extra}, timeout=30)
+
+
+def test_exact_matches_are_served_from_the_memory_and_similar_ones_become_examples(tmp_path):
+    home = tmp_path / "home"
+    print(import_po(home, tmp_path))
+    engine = ScriptedEngine(lambda request: "Engine translation.")
+    with serve(engine, home=home) as url:
+        exact = translate(url, "保存您的更改")
+        assert exact.status_code == 200, exact.text
+        assert exact.json()["translatedText"] == "Save your changes"
+        assert exact.json()["translationMemory"] == {"segments": 1}
+        assert engine.calls == []  # no engine call for an exact match
+        assert metric_value(url, "mtserve_tm_exact_matches_total") == 1
+
+        off = translate(url, "保存您的更改", tm=False)
+        assert off.json()["translatedText"] == "Engine translation." and "translationMemory" not in off.json()
+        assert any(call.text == "保存您的更改" and not call.examples for call in engine.calls)
+
+        similar = translate(url, "请打开设置页面")
+        assert similar.status_code == 200
+        call = next(c for c in engine.calls if c.text == "请打开设置页面")
+        assert ("打开设置", "Open the settings") in call.examples
+        assert metric_value(url, "mtserve_tm_examples_total") >= 1
+        fuzzy = translate(url, "删除文件")  # the fuzzy .po entry was never imported
+        assert fuzzy.json()["translatedText"] == "Engine translation."
+
+
+def test_retrieved_examples_come_after_the_fixed_prefix_and_do_not_change_it():
+    template = template_for("qwen")
+    plain = template.messages("请打开设置页面", "zh", "en")
+    guided = template.messages("请打开设置页面", "zh", "en", retrieved=(("打开设置", "Open the settings"),))
+    assert guided[:len(plain) - 1] == plain[:-1]  # the system prompt and fixed examples, unchanged and first
+    assert guided[-3:] == [{"role": "user", "content": "打开设置"},
+                           {"role": "assistant", "content": "Open the settings"}, plain[-1]]
