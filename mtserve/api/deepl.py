@@ -81,7 +81,8 @@ def describe(glossary: GlossaryInfo) -> dict:
     info = glossary.describe()
     created = datetime.fromisoformat(glossary.created)
     info["creation_time"] = created.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    info["source_lang"], info["target_lang"] = to_deepl(glossary.source_lang).lower(), to_deepl(glossary.target_lang).lower()
+    info["source_lang"] = to_deepl(glossary.source_lang).lower()
+    info["target_lang"] = to_deepl(glossary.target_lang).lower()
     return info
 
 

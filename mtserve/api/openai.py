@@ -170,7 +170,8 @@ async def list_models(request: Request):
     created = int(runtime.started_at)
     codes = runtime.model.languages
     ids = [runtime.model.model, "mtserve"] + [
-        f"mtserve-{s}-{t}" for s in ("auto", *codes) for t in codes if s != t and ("en" in (s, t) or "zh" in (s, t) or s == "auto")
+        f"mtserve-{s}-{t}" for s in ("auto", *codes) for t in codes
+        if s != t and ("en" in (s, t) or "zh" in (s, t) or s == "auto")
     ]
     return {"object": "list",
             "data": [{"id": i, "object": "model", "created": created, "owned_by": "mtserve"} for i in ids]}

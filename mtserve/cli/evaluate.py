@@ -31,7 +31,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("file", nargs="?", help="a TSV (source<TAB>reference[<TAB>group]) or JSONL "
                         "({\"source\", \"reference\", \"id\"?, \"group\"?}) file; omit for --dataset")
     parser.add_argument("--dataset", default="hsk",
-                        help="built-in set when no file is given: " + "; ".join(f"{k}: {v}" for k, v in BUILTIN.items()))
+                        help="built-in set when no file is given: "
+                        + "; ".join(f"{k}: {v}" for k, v in BUILTIN.items()))
     parser.add_argument("--source", "-s", default="zh", help="source language code (default zh)")
     parser.add_argument("--target", "-t", default="en", help="target language code (default en)")
     parser.add_argument("--split", choices=SPLITS, default=None,

@@ -14,7 +14,8 @@ time they came, an owner and a ``suggestion`` flag.
   most ``QUERY_GRAMS`` grams and about ``POSTINGS_BUDGET`` postings read per
   lookup; twice ``candidates`` ids, so that suggestions and other keys'
   entries do not crowd out the ``candidates`` kept), and ``rapidfuzz``'s
-  ratio scores and ranks those (0-100, as CAT tools show a "75% match"). Nothing ever scans the table in Python. Why not FTS5: its
+  ratio scores and ranks those (0-100, as CAT tools show a "75% match").
+  Nothing ever scans the table in Python. Why not FTS5: its
   trigram tokenizer misses Chinese near matches (words are mostly two
   characters: "打开这个文件" shares no trigram with "打开文件", but two
   bigrams), and ranking an OR of a segment's n-grams with bm25 took 6.7 ms

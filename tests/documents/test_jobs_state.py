@@ -14,10 +14,9 @@ import httpx
 
 import mtserve.documents.jobs as jobs_module
 from mtserve.documents.job_records import JobRecords
-from tests.servers import serve
-from tests.servers import free_port
 from tests.documents.helpers import SwapEngine
 from tests.documents.samples import swap
+from tests.servers import free_port, serve
 
 TIMEOUT = 30
 

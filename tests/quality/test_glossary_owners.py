@@ -17,8 +17,8 @@ import pytest
 
 from mtserve.service.access import KeyStore
 from mtserve.service.glossary import GlossaryStore
-from tests.servers import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 TIMEOUT = 30
 TSV = "猫\tkitty\n狗\tdoggy\n"

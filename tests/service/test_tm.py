@@ -11,7 +11,8 @@ from mtserve.service.tm_files import format_of, read_tm, write_tmx
 from mtserve.text.punctuation import match_key
 
 UI = [("打开文件", "Open file"), ("保存文件", "Save file"), ("打开文件夹", "Open folder"),
-      ("是否显示隐藏文件", "Whether to show hidden files"), ("请在搜索框中输入关键字。", "Enter a keyword in the search box."),
+      ("是否显示隐藏文件", "Whether to show hidden files"),
+      ("请在搜索框中输入关键字。", "Enter a keyword in the search box."),
       ("今天天气很好", "The weather is nice today")]
 
 

@@ -30,7 +30,8 @@ def test_what_a_broken_translation_gets_wrong_is_named(output: str, problem: str
     ("你好，%s！你有{count}条新消息。", "Hello, %s! You have %s new messages."),
     ("第%1$s页，共%2$d页", "Page %1$s of %d"),
     ("欢迎{{ user.name }}", "Welcome {{user.name}}"),
-    ("访问 https://example.com/a?b=1 或写信给 ops@example.com", "Visit https://example.com or write to ops@example.com"),
+    ("访问 https://example.com/a?b=1 或写信给 ops@example.com",
+     "Visit https://example.com or write to ops@example.com"),
     ("$HOME 目录", "the home directory"),
 ])
 def test_placeholders_must_come_back_byte_identical(source: str, output: str) -> None:
@@ -48,7 +49,8 @@ def test_placeholders_that_come_back_pass() -> None:
     ("请点击<x1/>保存。", "Please click<x1/>to save.", "en", "Please click <x1/> to save."),
     # no space at a tag between Chinese or Japanese characters
     ("I like <b1>cats</b1>.", "我喜欢 <b1> 猫 </b1> 。", "zh", "我喜欢<b1>猫</b1>。"),
-    ("Press <b1>Start</b1> now.", "今すぐ <b1>スタート</b1> を押してください。", "ja", "今すぐ<b1>スタート</b1>を押してください。"),
+    ("Press <b1>Start</b1> now.", "今すぐ <b1>スタート</b1> を押してください。", "ja",
+     "今すぐ<b1>スタート</b1>を押してください。"),
     # a tag inside a word in the source stays inside the word
     ("un<b1>believ</b1>able", "un<b1>glaub</b1>lich", "de", "un<b1>glaub</b1>lich"),
     # no capital after a tag in mid-sentence, unless the source had one there

@@ -11,8 +11,8 @@ import urllib.parse
 
 import pytest
 
-from tests.servers import serve
 from tests.fakes import FakeEngine
+from tests.servers import serve
 
 pytestmark = pytest.mark.webui
 
