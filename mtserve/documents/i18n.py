@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import polib
@@ -77,7 +79,7 @@ class PoDocument(Document):
         self.catalog.encoding = "utf-8"
         text = str(self.catalog)
         try:
-            check = polib.pofile(text)
+            check = parse_po_text(text)
         except (OSError, ValueError) as exc:  # never expected: the catalog was written by polib
             raise RuntimeError(f"the translated catalog does not parse: {exc}") from exc
         if [e.msgid for e in check if not e.obsolete] != [e.msgid for e in self.catalog if not e.obsolete]:
@@ -90,10 +92,28 @@ def _nplurals(plural_forms: str) -> int:
     return int(found.group(1)) if found else 2
 
 
+def parse_po_text(text: str, **options: Any) -> polib.POFile:
+    """A catalog parsed from its text, never from a path.
+
+    ``polib.pofile`` (and its parser class) open their argument as a file when it names one that
+    exists, so an upload whose content is ``/etc/passwd`` would be read from the server's disk. The
+    text goes into a temporary file of our own, and polib is handed that path.
+    """
+    with tempfile.TemporaryDirectory(prefix="mtserve-po-") as folder:
+        path = Path(folder) / "catalog.po"
+        path.write_text(text, encoding="utf-8")
+        try:
+            catalog = polib.pofile(str(path), encoding="utf-8", **options)
+        except (OSError, ValueError) as exc:  # its messages name the file: say it without our path
+            raise ValueError(str(exc).replace(f" {path}", "").replace(str(path), "the file")) from None
+    catalog.fpath = None
+    return catalog
+
+
 def read_po(data: bytes) -> PoDocument:
     decoded = decode_text(data, ".po")
     try:
-        catalog = polib.pofile(decoded.text, wrapwidth=78)
+        catalog = parse_po_text(decoded.text, wrapwidth=78)
     except (OSError, ValueError, UnicodeError) as exc:
         raise DocumentError(f"could not read the .po file: {exc}") from None
     entries = [e for e in catalog if not e.obsolete and translatable(e.msgid)]
