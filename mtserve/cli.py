@@ -30,8 +30,13 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
                   "dtype", "quantization", "sampling")
 SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
                  "api_keys", "require_api_key", "anonymous_rpm", "cors_origins", "shutdown_grace_s")
+# Bounds a document is read within (the CLI's translate-file takes them too).
+FILES_LIMIT_FIELDS = ("files_max_expanded_mb", "files_max_archive_entries", "files_max_xml_mb",
+                      "files_max_xml_nodes", "files_max_depth", "files_max_pdf_pages",
+                      "files_max_pdf_page_chars", "files_max_pdf_stream_mb", "files_parse_workers",
+                      "files_parse_memory_mb", "files_parse_cpu_s", "files_parse_timeout_s")
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
-                "files_queue", "files_chunk")  # documents: /translate_file and /jobs
+                "files_queue", "files_chunk") + FILES_LIMIT_FIELDS  # documents: /translate_file and /jobs
 RAY_FIELDS = ("ray", "ray_address", "ray_min_replicas", "ray_max_replicas", "ray_target_ongoing_requests",
               "ray_replica_cpus")  # scaling out: mtserve serve --ray
 FLAG_ALIASES = {"ray_address": ("--address",)}  # `mtserve serve --ray --address auto`
