@@ -19,11 +19,13 @@ import json
 import re
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import polib
 
-from mtserve.documents.base import Decoded, Document, DocumentError, Output, decode_text
+from mtserve.documents.base import Decoded, Document, DocumentError, LimitExceeded, Output, decode_text
+from mtserve.documents.limits import budget
 
 PLACEHOLDER = re.compile(
     r"%(?:\(\w+\)|\d+\$)?[-+0#]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGcrsaAp@%]"
@@ -32,8 +34,9 @@ PLACEHOLDER = re.compile(
     r"|\{[\w.:\-\[\]!]*\}"  # {name}, {0}, {count:d}, {}
     r"|</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"  # <b>, </a>, <br/>
     r"|</?\d+/?>"  # react-i18next <0>...</0>
-    r"|\$t\([^)]*\)"  # i18next nesting
+    r"|\$t\([^()]*\)"  # i18next nesting ([^()]: "$t(" repeated must not rescan to the end each time)
 )
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON can escape one ("\ud800"); no engine reads it
 # ICU MessageFormat ("{count, plural, one {# file} other {# files}}") is code, not text.
 _ICU = re.compile(r"\{\s*[\w.]+\s*,\s*(?:plural|select|selectordinal)\s*,")
 _PLACEHOLDER_NOTE = ("Placeholders (%s, %(name)s, {name}, {0}, {{count}}, <b>) are kept; a string whose "
@@ -77,6 +80,9 @@ class PoDocument(Document):
         self.catalog.metadata["Language"] = target
         self.catalog.metadata["Content-Type"] = "text/plain; charset=UTF-8"
         self.catalog.encoding = "utf-8"
+        for entry in self.entries:
+            if len(entry.msgid) + len(entry.msgid_plural or "") > _WRAP_AT_MOST:
+                _unwrapped(entry)
         text = str(self.catalog)
         try:
             check = parse_po_text(text)
@@ -85,6 +91,15 @@ class PoDocument(Document):
         if [e.msgid for e in check if not e.obsolete] != [e.msgid for e in self.catalog if not e.obsolete]:
             raise RuntimeError("the translated catalog lost entries")
         return Output(text.encode("utf-8"), "po", "text/x-gettext-translation; charset=utf-8")
+
+
+_WRAP_AT_MOST = 4000  # characters of a string that polib wraps at 78 columns
+
+
+def _unwrapped(entry: polib.POEntry) -> None:
+    """Write this entry's strings on one line each: polib wraps with textwrap, about 10 µs a word,
+    and a single string of a few MB took most of a minute. gettext reads lines of any length."""
+    entry.__unicode__ = lambda wrapwidth=0, _entry=entry: polib.POEntry.__unicode__(_entry, 0)
 
 
 def _nplurals(plural_forms: str) -> int:
@@ -112,6 +127,9 @@ def parse_po_text(text: str, **options: Any) -> polib.POFile:
 
 def read_po(data: bytes) -> PoDocument:
     decoded = decode_text(data, ".po")
+    # polib builds an object of about a kilobyte for every entry before we see one: count them first.
+    entries = decoded.text.count("\nmsgid ") + decoded.text.startswith("msgid ")
+    budget().check_segments(entries - 1)  # the header is an entry with no text
     try:
         catalog = parse_po_text(decoded.text, wrapwidth=78)
     except (OSError, ValueError, UnicodeError) as exc:
@@ -140,29 +158,62 @@ class JsonDocument(Document):
         if self.decoded.text.endswith("\n"):
             text += "\n"
         json.loads(text)  # it must parse; json.dumps of parsed JSON always does
-        return Output(self.decoded.encode(text), "json", "application/json")
+        try:
+            data = self.decoded.encode(text)
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800") kept from the source: keep it escaped
+            data = self.decoded.encode(json.dumps(self.value, ensure_ascii=True, indent=self.indent)
+                                       + ("\n" if self.decoded.text.endswith("\n") else ""))
+        return Output(data, "json", "application/json")
+
+
+def _no_constant(name: str) -> Any:
+    raise DocumentError(f"could not read the .json file: {name} is not a JSON value; write it as a string")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if number in (float("inf"), float("-inf")):
+        raise DocumentError(f"could not read the .json file: the number {text[:40]} is too large for a "
+                            "JSON document to keep; write it as a string")
+    return number
 
 
 def read_json(data: bytes) -> JsonDocument:
     decoded = decode_text(data, ".json")
+    depth_cap = budget().limits.max_depth
     try:
-        value = json.loads(decoded.text)
+        value = json.loads(decoded.text, parse_constant=_no_constant, parse_float=_finite)
+    except DocumentError:
+        raise
     except json.JSONDecodeError as exc:
+        raise DocumentError(f"could not read the .json file: {exc}") from None
+    except RecursionError:  # the C parser's own guard, near a thousand levels
+        raise LimitExceeded(f"the .json file is nested more than {depth_cap:,} levels deep; the limit is "
+                            f"{depth_cap:,} (MTSERVE_FILES_MAX_DEPTH)") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (sys.get_int_max_str_digits())
         raise DocumentError(f"could not read the .json file: {exc}") from None
     if not isinstance(value, (dict, list)):
         raise DocumentError("could not read the .json file: an i18n file is an object (or list) of strings")
     where: list[tuple[Any, Any]] = []
 
-    def walk(node: Any) -> None:
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, child in items:
-            if isinstance(child, str):
-                if translatable(child):
-                    where.append((node, key))
-            elif isinstance(child, (dict, list)):
-                walk(child)
+    def entries(node: Any) -> Iterator[tuple[Any, Any, Any]]:
+        pairs = node.items() if isinstance(node, dict) else enumerate(node)
+        return ((node, key, child) for key, child in pairs)
 
-    walk(value)
+    stack = [entries(value)]  # depth first in document order, without recursion
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        node, key, child = entry
+        if isinstance(child, str):
+            if translatable(child) and not _LONE_SURROGATE.search(child):
+                where.append((node, key))
+                budget().check_segments(len(where))
+        elif isinstance(child, (dict, list)):
+            budget().check_depth(len(stack) + 1, "the .json file")
+            stack.append(entries(child))
     indent_match = re.search(r"\n([ \t]+)\S", decoded.text)
     indent = indent_match.group(1) if indent_match else ("  " if "\n" in decoded.text.strip() else None)
     return JsonDocument(decoded, value, where, indent)
