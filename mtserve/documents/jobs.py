@@ -27,7 +27,8 @@ from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
 from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
-from mtserve.documents.registry import enabled_formats, extensions_of, format_for, read_document
+from mtserve.documents.registry import enabled_formats, extensions_of, format_for
+from mtserve.documents.sandbox import parse_document, warm
 from mtserve.documents.runner import translate_document
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
 from mtserve.service.translator import TranslationService, UnsupportedLanguage
@@ -146,6 +147,7 @@ class JobStore:
         self._slots = asyncio.Semaphore(max(1, self.settings.files_jobs))
         await asyncio.to_thread(self._make_dirs)
         await asyncio.to_thread(self.sweep)
+        warm(self.settings)  # the document workers start now, not on the first upload
         self._cleanup = asyncio.create_task(self._cleanup_loop())
 
     async def stop(self) -> None:
@@ -180,7 +182,7 @@ class JobStore:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
         glossary = service.request_glossary(source, target, glossary, glossary_id)
-        document = await asyncio.to_thread(read_document, filename, data, self.formats)
+        document = await parse_document(self.settings, filename, data, self.formats)  # in a worker process
         count = len(document.segments)
         if count > self.settings.files_max_segments:
             raise LimitExceeded(f"the document has {count:,} segments; the limit is "
