@@ -238,6 +238,48 @@ class Settings(BaseSettings):
     files_max_segments: int = Field(
         5000, description="Most segments (paragraphs, cues, strings) per document; more get 413."
     )
+    files_max_expanded_mb: float = Field(
+        200.0, description="Most a document may expand to while it is read, in MB: the entries of a "
+        ".docx/.pptx/.odt/.epub archive together, or the decoded streams of a PDF; more get 413.",
+    )
+    files_max_archive_entries: int = Field(
+        10_000, description="Most entries (files) in a .docx/.pptx/.odt/.epub archive; more get 413."
+    )
+    files_max_xml_mb: float = Field(
+        32.0, description="Largest XML part of a document archive once inflated, in MB; bigger get 413."
+    )
+    files_max_xml_nodes: int = Field(
+        1_000_000, description="Most markup nodes (tags, attributes, entities) in one XML part or HTML "
+        "page of a document, counted before it is parsed; more get 413. Bounds the parser's memory.",
+    )
+    files_max_depth: int = Field(
+        100, description="Deepest nesting in a document (XML elements, JSON objects and lists, Markdown "
+        "links); deeper gets 413. XML is also held to libxml2's own 256 levels.",
+    )
+    files_max_pdf_pages: int = Field(1000, description="Most pages in a PDF; more get 413.")
+    files_max_pdf_page_chars: int = Field(
+        100_000, description="Most characters drawn on one PDF page (each costs the layout analysis about "
+        "a kilobyte); more get 413.",
+    )
+    files_max_pdf_stream_mb: float = Field(
+        32.0, description="Largest PDF stream once decoded (content, fonts, object streams), in MB; "
+        "bigger get 413.",
+    )
+    files_parse_workers: int = Field(
+        1, description="Worker processes that read and render documents under the memory, CPU and time "
+        "limits below (0: in the server process, held by the caps above only).",
+    )
+    files_parse_memory_mb: int = Field(
+        1024, description="Memory a document parse or render may allocate in its worker process, in MiB "
+        "(RLIMIT_AS above the worker's start-up size); past it the upload gets 413.",
+    )
+    files_parse_cpu_s: float = Field(
+        30.0, description="CPU seconds a document parse or render may use in its worker; past it 413."
+    )
+    files_parse_timeout_s: float = Field(
+        60.0, description="Wall-clock seconds a document parse or render may take; past it the worker is "
+        "killed and the upload gets 413.",
+    )
     files_ttl_s: float = Field(
         3600.0, description="Seconds an uploaded document and its translation are kept before deletion."
     )

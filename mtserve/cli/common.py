@@ -29,6 +29,11 @@ SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives"
                  "json_max_depth", "api_keys", "require_api_key", "metrics_require_key", "anonymous_rpm",
                  "rate_limit_callers", "cors_origins",
                  "shutdown_grace_s", "glossaries_per_key", "glossary_max_entries", "glossary_request_entries")
+# Bounds a document is read within (the CLI's translate-file takes them too).
+FILES_LIMIT_FIELDS = ("files_max_expanded_mb", "files_max_archive_entries", "files_max_xml_mb",
+                      "files_max_xml_nodes", "files_max_depth", "files_max_pdf_pages",
+                      "files_max_pdf_page_chars", "files_max_pdf_stream_mb", "files_parse_workers",
+                      "files_parse_memory_mb", "files_parse_cpu_s", "files_parse_timeout_s")
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
                 "files_queue", "files_chunk",
                 "files_xlsx_sheet_names")  # documents: /translate_file and /jobs

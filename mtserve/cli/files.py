@@ -2,7 +2,8 @@
 
 The model runs in this process, as for ``mtserve translate``; the document goes
 through the same reader, runner and renderer as ``POST /translate_file``.
-Server limits (size, segments, formats) do not apply to local files.
+Server limits (size, segments, formats) do not apply to local files; the bounds on what a file
+may expand to (MTSERVE_FILES_MAX_EXPANDED_MB and the others) do.
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ def default_output(path: Path, target: str, extension: str) -> Path:
 async def translate_file(settings: Settings, path: Path, source: str, target: str, output: Path | None,
                          *, engine=None, progress: bool = True, err=sys.stderr) -> Path:
     """Translate ``path`` into ``output`` (or the default name next to it); returns where it went."""
+    from mtserve.documents.limits import Limits
     from mtserve.documents.registry import FORMATS, ReadOptions, read_document
     from mtserve.documents.runner import translate_document
     from mtserve.service.runtime import Runtime
 
     data = await asyncio.to_thread(path.read_bytes)
-    document = await asyncio.to_thread(read_document, path.name, data, FORMATS,
-                                       ReadOptions.from_settings(settings))
+    # A local file is the user's own: no segment cap, but the same bounds on what it may expand to.
+    document = await asyncio.to_thread(read_document, path.name, data, FORMATS, ReadOptions.from_settings(settings),
+                                       limits=Limits.from_settings(settings, segments=False))
     runtime = Runtime(settings, engine)
     await runtime.start()
     bar = None

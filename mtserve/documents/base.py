@@ -72,6 +72,12 @@ class Document:
     def check_target(self, target: str) -> None:
         """Refuse (DocumentError) a target language this file cannot take, before any work is done."""
 
+    async def render_async(self, translations: list[str], target: str) -> Output:
+        """``render`` off the event loop (a sandboxed document renders in its worker process)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.render, translations, target)
+
     def check(self, translations: list[str]) -> None:
         if len(translations) != len(self.segments):
             raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
@@ -108,7 +114,7 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codec
 class Decoded:
     text: str
     encoding: str  # what to encode the output with: the input's own encoding, BOM included
-    newline: str  # "\r\n" if the file used it, else "\n"; text always holds "\n"
+    newline: str  # "\r\n" or "\r" if the file used it, else "\n"; text always holds "\n"
 
     def encode(self, text: str) -> bytes:
         if self.newline != "\n":
@@ -122,13 +128,13 @@ def decode_text(data: bytes, kind: str, fallbacks: tuple[str, ...] = ()) -> Deco
         if data.startswith(bom):
             try:
                 text = data.decode(encoding)
-            except UnicodeDecodeError as exc:
+            except (UnicodeError, LookupError) as exc:
                 raise DocumentError(f"could not read the {kind} file: {exc}") from None
             return _normalise(text, encoding)  # both encodings write their BOM again
     for encoding in ("utf-8", *fallbacks):
         try:
             return _normalise(data.decode(encoding), encoding)
-        except UnicodeDecodeError:
+        except (UnicodeError, LookupError):  # LookupError: a codec that is not a text encoding
             continue
     raise DocumentError(
         f"could not read the {kind} file: it is not UTF-8 text; save it as UTF-8 and upload it again"
@@ -136,10 +142,15 @@ def decode_text(data: bytes, kind: str, fallbacks: tuple[str, ...] = ()) -> Deco
 
 
 def _normalise(text: str, encoding: str) -> Decoded:
+    """One line ending inside ("\n"), and the file's own written back: CR LF, else a lone CR, else LF.
+
+    A lone CR is a line ending too (old Mac files, and mixed ones): parsers such as markdown-it
+    count it as one, so the text must split into the same lines they see.
+    """
     if "\x00" in text:
         raise DocumentError("the file holds binary data, not text; check its format")
-    newline = "\r\n" if "\r\n" in text else "\n"
-    return Decoded(text.replace("\r\n", "\n"), encoding, newline)
+    newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text else "\n"
+    return Decoded(text.replace("\r\n", "\n").replace("\r", "\n"), encoding, newline)
 
 
 # --- text with spans the engine must not see -----------------------------------------

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from lxml import etree
 
 from mtserve.documents.base import Decoded, Document, DocumentError, Output, decode_text
-from mtserve.documents.office import open_zip, parse_part, rewrite_zip, serialize
+from mtserve.documents.limits import budget, check_markup
+from mtserve.documents.office import Archive, open_zip, parse_part, rewrite_zip, serialize
 from mtserve.documents.plain import set_html_lang
 from mtserve.text.html import HtmlDocument, parse_html
 
@@ -38,10 +39,10 @@ class _Chapter:
 
 
 class EpubDocument(Document):
-    def __init__(self, data: bytes, chapters: list[_Chapter],
+    def __init__(self, archive: Archive, chapters: list[_Chapter],
                  xml_parts: dict[str, tuple[etree._ElementTree, list]],
                  languages: list[etree._Element], sections: list[tuple[str, int]]):
-        self.data = data
+        self.archive = archive
         self.chapters = chapters
         self.xml_parts = xml_parts  # path -> (tree, elements whose text is translated), package first
         self.languages = languages
@@ -72,7 +73,7 @@ class EpubDocument(Document):
                     source[len(source.rstrip()):]
                 at += 1
             replaced[path] = serialize(tree)  # the package document is always here, for its language
-        return Output(rewrite_zip(self.data, replaced), "epub", "application/epub+zip")
+        return Output(rewrite_zip(self.archive, replaced), "epub", "application/epub+zip")
 
 
 def read_epub(data: bytes) -> EpubDocument:
@@ -80,7 +81,7 @@ def read_epub(data: bytes) -> EpubDocument:
     container = parse_part(archive, CONTAINER, "epub")
     rootfile = container.find(f".//{{{CONTAINER_NS}}}rootfile")
     opf_path = rootfile.get("full-path") if rootfile is not None else None
-    if not opf_path or opf_path not in archive.namelist():
+    if not opf_path or opf_path not in archive:
         raise DocumentError("could not read the .epub file: META-INF/container.xml names no package document")
     opf = parse_part(archive, opf_path, "epub")
     base = posixpath.dirname(opf_path)
@@ -91,20 +92,25 @@ def read_epub(data: bytes) -> EpubDocument:
             path = posixpath.normpath(posixpath.join(base, urllib.parse.unquote(href)))
             manifest[item.get("id", "")] = (path, item.get("media-type", ""))
     spine = [ref.get("idref", "") for ref in opf.iter(f"{{{OPF}}}itemref")]
+    in_spine = set(spine)  # sets, not lists: a hostile package lists thousands of items
     ordered = [manifest[i] for i in spine if i in manifest]
-    ordered += [entry for i, entry in manifest.items() if i not in spine]
-    names = set(archive.namelist())
+    ordered += [entry for i, entry in manifest.items() if i not in in_spine]
 
     chapters: list[_Chapter] = []
+    read: set[str] = set()
     sections: list[tuple[str, int]] = []
     count = 0
+    limits = budget().limits
     for path, media_type in ordered:
-        if media_type not in XHTML_TYPES or path not in names or any(c.path == path for c in chapters):
+        if media_type not in XHTML_TYPES or path not in archive or path in read or path == opf_path:
             continue
-        decoded = decode_text(archive.read(path), ".epub")
+        read.add(path)
+        decoded = decode_text(archive.read(path, limits.max_xml_bytes, "MTSERVE_FILES_MAX_XML_MB"), ".epub")
+        check_markup(decoded.text, f"{path} in the .epub file")
         parsed = parse_html(decoded.text)
         chapters.append(_Chapter(path, decoded, parsed))
         count += len(parsed.segments)
+        budget().check_segments(count)
         sections.append((f"chapter {len(chapters)} ({posixpath.basename(path)})", count))
     if not chapters:
         raise DocumentError("could not read the .epub file: its spine lists no XHTML chapters")
@@ -115,10 +121,11 @@ def read_epub(data: bytes) -> EpubDocument:
     xml_parts[opf_path] = (opf, metadata)
     languages = list(opf.iter(f"{{{DC}}}language"))
     for path, media_type in manifest.values():
-        if media_type == "application/x-dtbncx+xml" and path in names:
+        if media_type == "application/x-dtbncx+xml" and path in archive and path not in xml_parts \
+                and path not in read:
             ncx = parse_part(archive, path, "epub")
             labels = [el for el in ncx.iter(f"{{{NCX}}}text") if (el.text or "").strip()]
             xml_parts[path] = (ncx, labels)
     count += sum(len(elements) for _, elements in xml_parts.values())
     sections.append(("table of contents and metadata", count))
-    return EpubDocument(data, chapters, xml_parts, languages, sections)
+    return EpubDocument(archive, chapters, xml_parts, languages, sections)

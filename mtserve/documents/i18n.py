@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import polib
 
-from mtserve.documents.base import Decoded, Document, DocumentError, Output, decode_text
+from mtserve.documents.base import Decoded, Document, DocumentError, LimitExceeded, Output, decode_text
+from mtserve.documents.limits import budget
 from mtserve.text import markup
 
 PLACEHOLDER = re.compile(
@@ -37,8 +41,9 @@ PLACEHOLDER = re.compile(
     r"|\{[\w.:\-\[\]!]*\}"  # {name}, {0}, {count:d}, {}
     r"|</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"  # <b>, </a>, <br/>
     r"|</?\d+/?>"  # react-i18next <0>...</0>
-    r"|\$t\([^)]*\)"  # i18next nesting
+    r"|\$t\([^()]*\)"  # i18next nesting ([^()]: "$t(" repeated must not rescan to the end each time)
 )
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON can escape one ("\ud800"); no engine reads it
 _PLACEHOLDER_NOTE = ("Placeholders (%s, %(name)s, {name}, {0}, {{count}}) are kept byte for byte, inline "
                      "tags (<b>, <a>, <0>) stay on their words, ICU plural/select messages keep their "
                      "skeleton with each branch translated, and menu accelerators (_File, &Open) are "
@@ -193,9 +198,12 @@ class PoDocument(Document):
         self.catalog.metadata["Language"] = target
         self.catalog.metadata["Content-Type"] = "text/plain; charset=UTF-8"
         self.catalog.encoding = "utf-8"
+        for entry in self.entries:
+            if len(entry.msgid) + len(entry.msgid_plural or "") > _WRAP_AT_MOST:
+                _unwrapped(entry)
         text = str(self.catalog)
         try:
-            check = polib.pofile(text)
+            check = parse_po_text(text)
         except (OSError, ValueError) as exc:  # never expected: the catalog was written by polib
             raise RuntimeError(f"the translated catalog does not parse: {exc}") from exc
         if [e.msgid for e in check if not e.obsolete] != [e.msgid for e in self.catalog if not e.obsolete]:
@@ -203,15 +211,45 @@ class PoDocument(Document):
         return Output(text.encode("utf-8"), "po", "text/x-gettext-translation; charset=utf-8")
 
 
+_WRAP_AT_MOST = 4000  # characters of a string that polib wraps at 78 columns
+
+
+def _unwrapped(entry: polib.POEntry) -> None:
+    """Write this entry's strings on one line each: polib wraps with textwrap, about 10 µs a word,
+    and a single string of a few MB took most of a minute. gettext reads lines of any length."""
+    entry.__unicode__ = lambda wrapwidth=0, _entry=entry: polib.POEntry.__unicode__(_entry, 0)
+
+
 def _nplurals(plural_forms: str) -> int:
     found = re.search(r"nplurals\s*=\s*(\d+)", plural_forms)
     return int(found.group(1)) if found else 2
 
 
+def parse_po_text(text: str, **options: Any) -> polib.POFile:
+    """A catalog parsed from its text, never from a path.
+
+    ``polib.pofile`` (and its parser class) open their argument as a file when it names one that
+    exists, so an upload whose content is ``/etc/passwd`` would be read from the server's disk. The
+    text goes into a temporary file of our own, and polib is handed that path.
+    """
+    with tempfile.TemporaryDirectory(prefix="mtserve-po-") as folder:
+        path = Path(folder) / "catalog.po"
+        path.write_text(text, encoding="utf-8")
+        try:
+            catalog = polib.pofile(str(path), encoding="utf-8", **options)
+        except (OSError, ValueError) as exc:  # its messages name the file: say it without our path
+            raise ValueError(str(exc).replace(f" {path}", "").replace(str(path), "the file")) from None
+    catalog.fpath = None
+    return catalog
+
+
 def read_po(data: bytes) -> PoDocument:
     decoded = decode_text(data, ".po")
+    # polib builds an object of about a kilobyte for every entry before we see one: count them first.
+    entries = decoded.text.count("\nmsgid ") + decoded.text.startswith("msgid ")
+    budget().check_segments(entries - 1)  # the header is an entry with no text
     try:
-        catalog = polib.pofile(decoded.text, wrapwidth=78)
+        catalog = parse_po_text(decoded.text, wrapwidth=78)
     except (OSError, ValueError, UnicodeError) as exc:
         raise DocumentError(f"could not read the .po file: {exc}") from None
     entries = [e for e in catalog if not e.obsolete and translatable(e.msgid)]
@@ -239,29 +277,62 @@ class JsonDocument(Document):
         if self.decoded.text.endswith("\n"):
             text += "\n"
         json.loads(text)  # it must parse; json.dumps of parsed JSON always does
-        return Output(self.decoded.encode(text), "json", "application/json")
+        try:
+            data = self.decoded.encode(text)
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800") kept from the source: keep it escaped
+            data = self.decoded.encode(json.dumps(self.value, ensure_ascii=True, indent=self.indent)
+                                       + ("\n" if self.decoded.text.endswith("\n") else ""))
+        return Output(data, "json", "application/json")
+
+
+def _no_constant(name: str) -> Any:
+    raise DocumentError(f"could not read the .json file: {name} is not a JSON value; write it as a string")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if number in (float("inf"), float("-inf")):
+        raise DocumentError(f"could not read the .json file: the number {text[:40]} is too large for a "
+                            "JSON document to keep; write it as a string")
+    return number
 
 
 def read_json(data: bytes) -> JsonDocument:
     decoded = decode_text(data, ".json")
+    depth_cap = budget().limits.max_depth
     try:
-        value = json.loads(decoded.text)
+        value = json.loads(decoded.text, parse_constant=_no_constant, parse_float=_finite)
+    except DocumentError:
+        raise
     except json.JSONDecodeError as exc:
+        raise DocumentError(f"could not read the .json file: {exc}") from None
+    except RecursionError:  # the C parser's own guard, near a thousand levels
+        raise LimitExceeded(f"the .json file is nested more than {depth_cap:,} levels deep; the limit is "
+                            f"{depth_cap:,} (MTSERVE_FILES_MAX_DEPTH)") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (sys.get_int_max_str_digits())
         raise DocumentError(f"could not read the .json file: {exc}") from None
     if not isinstance(value, (dict, list)):
         raise DocumentError("could not read the .json file: an i18n file is an object (or list) of strings")
     where: list[tuple[Any, Any]] = []
 
-    def walk(node: Any) -> None:
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, child in items:
-            if isinstance(child, str):
-                if translatable(child):
-                    where.append((node, key))
-            elif isinstance(child, (dict, list)):
-                walk(child)
+    def entries(node: Any) -> Iterator[tuple[Any, Any, Any]]:
+        pairs = node.items() if isinstance(node, dict) else enumerate(node)
+        return ((node, key, child) for key, child in pairs)
 
-    walk(value)
+    stack = [entries(value)]  # depth first in document order, without recursion
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        node, key, child = entry
+        if isinstance(child, str):
+            if translatable(child) and not _LONE_SURROGATE.search(child):
+                where.append((node, key))
+                budget().check_segments(len(where))
+        elif isinstance(child, (dict, list)):
+            budget().check_depth(len(stack) + 1, "the .json file")
+            stack.append(entries(child))
     indent_match = re.search(r"\n([ \t]+)\S", decoded.text)
     indent = indent_match.group(1) if indent_match else ("  " if "\n" in decoded.text.strip() else None)
     return JsonDocument(decoded, value, where, indent)

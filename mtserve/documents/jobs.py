@@ -42,7 +42,8 @@ from typing import AsyncIterator, Callable
 
 from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.job_records import InstanceLocks, JobRecords
-from mtserve.documents.registry import ReadOptions, enabled_formats, extensions_of, format_for, read_document
+from mtserve.documents.registry import enabled_formats, extensions_of, format_for
+from mtserve.documents.sandbox import parse_document, warm
 from mtserve.documents.runner import translate_document
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
 from mtserve.service.translator import TranslationService, UnsupportedLanguage
@@ -229,6 +230,7 @@ class JobStore:
                 self._resume(job)
         self._writer = asyncio.create_task(self._write_loop())
         await self._sweep()
+        warm(self.settings)  # the document workers start now, not on the first upload
         self._cleanup = asyncio.create_task(self._cleanup_loop())
 
     async def stop(self) -> None:
@@ -334,9 +336,7 @@ class JobStore:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
         glossary = service.request_glossary(source, target, glossary, glossary_id, key_id)
-        document = await asyncio.to_thread(read_document, filename, data, self.formats,
-                                           ReadOptions.from_settings(self.settings))
-        document.check_target(target)
+        document = await parse_document(self.settings, filename, data, self.formats, target=target)  # a worker
         count = self._check_segments(document, fmt.extensions[0])
         job = Job(id=secrets.token_hex(16), filename=PurePath(filename).name, format=fmt.name,
                   source=source, target=target, total=count, notes=list(document.notes),
@@ -384,8 +384,7 @@ class JobStore:
         except OSError:
             raise DocumentError("the server restarted before this document was translated, and its upload "
                                 "is gone; upload the document again") from None
-        document = await asyncio.to_thread(read_document, job.filename, data, self.formats,
-                                           ReadOptions.from_settings(self.settings))
+        document = await parse_document(self.settings, job.filename, data, self.formats, target=job.target)
         job.total = self._check_segments(document, fmt.extensions[0])
         return document, await asyncio.to_thread(self.records.glossary, job.id)
 

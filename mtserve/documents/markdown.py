@@ -18,6 +18,7 @@ the same); hard line breaks are kept.
 
 from __future__ import annotations
 
+import bisect
 import re
 import string
 from dataclasses import dataclass
@@ -25,12 +26,39 @@ from typing import Callable
 
 from markdown_it import MarkdownIt
 
-from mtserve.documents.base import Decoded, Document, Output, Piece, PieceText, decode_text
+from mtserve.documents.base import Decoded, Document, LimitExceeded, Output, Piece, PieceText, decode_text
+from mtserve.documents.limits import budget, check_markup
 from mtserve.text import markup
 from mtserve.text.html import parse_html
 from mtserve.text.segment import is_cjk
 
-_PARSER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+def _block_budget(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """A block rule that matches nothing and stops the parse once it has made too many tokens.
+
+    markdown-it builds every token before returning, ~1 KB each: a few MB of "a\n\n" would be
+    gigabytes. This rule runs at every block it tries, so the parse stops early instead.
+    """
+    cap = _token_cap()
+    if len(state.tokens) > cap:
+        raise LimitExceeded(f"the .md file has more than {cap:,} blocks; the limit is "
+                            f"{_TOKENS_PER_SEGMENT} a segment (MTSERVE_FILES_MAX_SEGMENTS), or "
+                            f"{_TOKENS_WITHOUT_CAP:,} with no segment limit")
+    return False
+
+
+_TOKENS_PER_SEGMENT = 20  # a paragraph is 3 tokens; lists, quotes and tables add a few more
+_TOKENS_WITHOUT_CAP = 2_000_000
+
+
+def _token_cap() -> int:
+    segments = budget().limits.max_segments
+    return _TOKENS_WITHOUT_CAP if segments is None else max(1000, segments * _TOKENS_PER_SEGMENT)
+
+
+# Only the block level: the readers cut inline text themselves (token.content), so markdown-it's
+# inline tokens, dozens per paragraph, are never built.
+_PARSER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).disable("inline")
+_PARSER.block.ruler.before("table", "mtserve_budget", _block_budget)
 
 _HARD_BREAK = "\ue000"  # stands for a hard line break while a paragraph is scanned as one string
 _ASCII_PUNCTUATION = set(string.punctuation)
@@ -38,11 +66,6 @@ _AUTOLINK = re.compile(
     r"<(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^<>\s]*"
     r"|[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)>"
-)
-_INLINE_HTML = re.compile(
-    r"<!--.*?-->|<\?.*?\?>|<![A-Za-z][^>]*>|<!\[CDATA\[.*?\]\]>"
-    r"|</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>",
-    re.DOTALL,
 )
 _BARE_URL = re.compile(r"(?:https?://|www\.)[^\s<>]*[^\s<>.,;:!?'\")\]]")
 _FRONT_MATTER = re.compile(r"\A(?:---|\+\+\+)\n.*?\n(?:---|\+\+\+|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -97,6 +120,13 @@ class MarkdownDocument(Document):
 def read_markdown(data: bytes) -> MarkdownDocument:
     decoded = decode_text(data, ".md")
     text = decoded.text
+    # markdown-it walks every character and keeps five numbers a line before it makes a token.
+    lines_cap = _token_cap()
+    if text.count("\n") > lines_cap:
+        raise LimitExceeded(f"the .md file has more than {lines_cap:,} lines; the limit is "
+                            f"{_TOKENS_PER_SEGMENT} a segment (MTSERVE_FILES_MAX_SEGMENTS), or "
+                            f"{_TOKENS_WITHOUT_CAP:,} with no segment limit")
+    check_markup(text, "the .md file", equals=False)  # its HTML blocks and inline tags
     lines = text.split("\n")
     parse_text = text
     front = _FRONT_MATTER.match(text)
@@ -169,7 +199,7 @@ def _inline_block(lines: list[str], start: int, end: int, content: str, referenc
         if body.endswith("\\") and not body.endswith("\\\\"):
             hard_breaks.append("\\")
             joined += [body[:-1], _HARD_BREAK]
-        elif re.search(r" {2,}$", body):
+        elif body.endswith("  "):  # not re.search(" {2,}$"): quadratic on a long run of spaces
             core = body.rstrip(" ")
             hard_breaks.append(body[len(core):])
             joined += [core, _HARD_BREAK]
@@ -247,130 +277,235 @@ class _HtmlPieces(PieceText):
 
 
 # --- inline text ----------------------------------------------------------------------
+_CLOSERS = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"))  # inline HTML that runs to a closer
+_DECLARATION = re.compile(r"<![A-Za-z]")
+_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_PLAIN = re.compile(r"[^\\`<\[!*~_hw\ue000]+")  # characters that start no inline syntax
+_BACKTICKS = re.compile(r"`+")
+_MAX_LABEL = 999  # a link label's length, at most (CommonMark 0.31, 4.7)
+_MAX_PARENS = 32  # nested parentheses in a link target, as markdown-it allows
+
+
 def _scan(s: str, references: set[str]) -> list[Piece]:
     """Cut inline Markdown into text to translate and syntax to keep."""
-    out: list[Piece] = []
-    buffer: list[str] = []
+    return _Scanner(s, references).scan(0, len(s), 0)
 
-    def keep(text: str, role: str = "void") -> None:
+
+class _Scanner:
+    """One paragraph's inline text, scanned in time linear in its length.
+
+    Every search that can fail (a closing backtick run, ``-->``, a matching bracket) is
+    remembered, so that a thousand unclosed openers cost one scan each, not one scan of the rest
+    of the text each: a small upload full of ``<!--`` or ``[`` took minutes before.
+    """
+
+    def __init__(self, s: str, references: set[str]):
+        self.s = s
+        self.references = references
+        self.found: dict[str, tuple[int, int]] = {}  # needle -> (searched from, found at or -1)
+        self.brackets: dict[int, int] = {}  # "[" position -> its "]" (or -1)
+        self.runs: dict[int, list[int]] | None = None  # backtick run length -> where such runs start
+
+    def find(self, needle: str, start: int) -> int:
+        """``s.find(needle, start)``, remembered: the first one at or after an earlier start still is."""
+        cached = self.found.get(needle)
+        if cached is not None and cached[0] <= start and (cached[1] < 0 or cached[1] >= start):
+            return cached[1]
+        at = self.s.find(needle, start)
+        self.found[needle] = (start, at)
+        return at
+
+    def ticks(self, width: int, start: int) -> int:
+        """Where the first run of exactly ``width`` backticks at or after ``start`` ends, or -1.
+
+        Every run is found once, by length: a search per width was a scan of the rest of the text
+        for each of a thousand distinct unclosed runs.
+        """
+        if self.runs is None:
+            self.runs = {}
+            for run in _BACKTICKS.finditer(self.s):
+                self.runs.setdefault(len(run.group()), []).append(run.start())
+        starts = self.runs.get(width, [])
+        at = bisect.bisect_left(starts, start)
+        return starts[at] + width if at < len(starts) else -1
+
+    def scan(self, start: int, end: int, depth: int) -> list[Piece]:
+        s = self.s
+        out: list[Piece] = []
+        buffer: list[str] = []
+
+        def keep(text: str, role: str = "void") -> None:
+            if buffer:
+                out.append(Piece("".join(buffer), True))
+                buffer.clear()
+            out.append(_Kept(text, False, role))
+
+        i = start
+        while i < end:
+            c = s[i]
+            if c == _HARD_BREAK:
+                keep(c)
+                i += 1
+            elif c == "\\" and i + 1 < end and s[i + 1] in _ASCII_PUNCTUATION:
+                keep(s[i:i + 2])
+                i += 2
+            elif c == "`":
+                stop = self.code_span_end(i, end)
+                keep(s[i:stop])
+                i = stop
+            elif c == "<" and (stop := self.autolink_or_html(i, end)) > i:
+                keep(s[i:stop], "void" if _AUTOLINK.match(s, i, end) else "html")
+                i = stop
+            elif c == "[" or s.startswith("![", i):
+                opener = 2 if c == "!" else 1
+                link = self.link(i, opener, end)
+                if link is None:
+                    buffer.append(s[i:i + opener])
+                    i += opener
+                    continue
+                head, label, tail, i = link
+                keep(head, "link-open" if label is not None else "void")
+                if label is not None:
+                    if buffer:
+                        out.append(Piece("".join(buffer), True))
+                        buffer.clear()
+                    budget().check_depth(depth + 1, "a Markdown link")
+                    out.extend(self.scan(label[0], label[1], depth + 1))
+                keep(tail, "link-close" if label is not None else "void")
+            elif c in "*~_":
+                run = i
+                while run < end and s[run] == c:
+                    run += 1
+                if c == "~" and run - i < 2 or c == "_" and self.intraword(i, run, end):
+                    buffer.append(s[i:run])
+                else:
+                    keep(s[i:run], "emphasis")
+                i = run
+            elif (c in "hw") and (i == 0 or not s[i - 1].isalnum()) and (m := _BARE_URL.match(s, i, end)):
+                keep(m.group())
+                i = m.end()
+            elif plain := _PLAIN.match(s, i, end):  # a run of text with no syntax in it, in one step
+                buffer.append(plain.group())
+                i = plain.end()
+            else:
+                buffer.append(c)
+                i += 1
         if buffer:
             out.append(Piece("".join(buffer), True))
-            buffer.clear()
-        out.append(_Kept(text, False, role))
+        return out
 
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        if c == _HARD_BREAK:
-            keep(c)
-            i += 1
-        elif c == "\\" and i + 1 < n and s[i + 1] in _ASCII_PUNCTUATION:
-            keep(s[i:i + 2])
-            i += 2
-        elif c == "`":
-            end = _code_span_end(s, i)
-            keep(s[i:end])
-            i = end
-        elif c == "<" and (m := _AUTOLINK.match(s, i)):
-            keep(m.group())
-            i = m.end()
-        elif c == "<" and (m := _INLINE_HTML.match(s, i)):
-            keep(m.group(), "html")
-            i = m.end()
-        elif c == "[" or s.startswith("![", i):
-            opener = 2 if c == "!" else 1
-            link = _link(s, i, opener, references)
-            if link is None:
-                buffer.append(s[i:i + opener])
-                i += opener
+    def intraword(self, i: int, run: int, end: int) -> bool:
+        return i > 0 and self.s[i - 1].isalnum() and run < end and self.s[run].isalnum()
+
+    def code_span_end(self, i: int, end: int) -> int:
+        """End of the code span opening at ``i``, or of the lone backtick run if it never closes."""
+        run = i
+        while run < end and self.s[run] == "`":
+            run += 1
+        closing = self.ticks(run - i, run)
+        return closing if 0 <= closing <= end else run
+
+    def autolink_or_html(self, i: int, end: int) -> int:
+        """Where the autolink or inline HTML at ``i`` ends, or ``i`` if there is none."""
+        s = self.s
+        if m := _AUTOLINK.match(s, i, end):
+            return m.end()
+        for opener, closer in _CLOSERS:
+            if s.startswith(opener, i):
+                at = self.find(closer, i + len(opener))
+                return at + len(closer) if 0 <= at and at + len(closer) <= end else i
+        if _DECLARATION.match(s, i, end):
+            at = self.find(">", i + 3)
+            return at + 1 if 0 <= at < end else i
+        if m := _HTML_TAG.match(s, i, end):
+            return m.end()
+        return i
+
+    def matching_bracket(self, i: int, end: int) -> int:
+        """The "]" that closes the "[" at ``i`` (before ``end``), or -1.
+
+        One pass from ``i`` finds the match of every bracket it meets, and the pass from any of
+        them would find the same (the scan has no state but its position and depth): all are kept.
+        """
+        if i not in self.brackets:
+            s, n, k = self.s, len(self.s), i
+            open_at: list[int] = []
+            while k < n:
+                c = s[k]
+                if c == "\\":
+                    k += 2
+                    continue
+                if c == "`":
+                    k = self.code_span_end(k, n)
+                    continue
+                if c == "[":
+                    if k in self.brackets:  # met before: jump over what it spans
+                        close = self.brackets[k]
+                        if close < 0:
+                            break
+                        if open_at:
+                            k = close + 1
+                            continue
+                    open_at.append(k)
+                elif c == "]" and open_at:
+                    self.brackets[open_at.pop()] = k
+                    if not open_at:
+                        break
+                k += 1
+            for unmatched in open_at:
+                self.brackets[unmatched] = -1
+        close = self.brackets[i]
+        return close if close < end else -1
+
+    def matching_paren(self, i: int, end: int) -> int:
+        """The ")" that closes a link target opening at ``i``, or -1 (past 32 nested parentheses too)."""
+        s = self.s
+        depth, quote = 0, None
+        k = i
+        while k < end:
+            c = s[k]
+            if c == "\\":
+                k += 2
                 continue
-            head, label, tail, i = link
-            keep(head, "link-open" if label is not None else "void")
-            if label is not None:
-                if buffer:
-                    out.append(Piece("".join(buffer), True))
-                    buffer.clear()
-                out.extend(_scan(label, references))
-            keep(tail, "link-close" if label is not None else "void")
-        elif c in "*~" or (c == "_" and not _intraword(s, i)):
-            run = i
-            while run < n and s[run] == c:
-                run += 1
-            if c == "~" and run - i < 2:
-                buffer.append(s[i:run])
-            else:
-                keep(s[i:run], "emphasis")
-            i = run
-        elif (c in "hw") and (i == 0 or not s[i - 1].isalnum()) and (m := _BARE_URL.match(s, i)):
-            keep(m.group())
-            i = m.end()
-        else:
-            buffer.append(c)
-            i += 1
-    if buffer:
-        out.append(Piece("".join(buffer), True))
-    return out
+            if quote:
+                if c == quote:
+                    quote = None
+            elif c in "\"'" and depth == 1 and s[k - 1].isspace():
+                quote = c
+            elif c == "(":
+                depth += 1
+                if depth > _MAX_PARENS:
+                    return -1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    return k
+            k += 1
+        return -1
 
-
-def _intraword(s: str, i: int) -> bool:
-    run = i
-    while run < len(s) and s[run] == "_":
-        run += 1
-    return i > 0 and s[i - 1].isalnum() and run < len(s) and s[run].isalnum()
-
-
-def _code_span_end(s: str, i: int) -> int:
-    """End of the code span opening at ``i``, or of the lone backtick run if it never closes."""
-    run = i
-    while run < len(s) and s[run] == "`":
-        run += 1
-    width = run - i
-    closing = re.compile(rf"(?<!`)`{{{width}}}(?!`)")
-    found = closing.search(s, run)
-    return found.end() if found else run
-
-
-def _matching_bracket(s: str, i: int) -> int:
-    depth = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "`":
-            i = _code_span_end(s, i)
-            continue
-        if c == "[":
-            depth += 1
-        elif c == "]":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
-
-
-def _matching_paren(s: str, i: int) -> int:
-    depth, quote = 0, None
-    k = i
-    while k < len(s):
-        c = s[k]
-        if c == "\\":
-            k += 2
-            continue
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "\"'" and depth == 1 and s[k - 1].isspace():
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return k
-        k += 1
-    return -1
+    def link(self, i: int, opener: int, end: int) -> tuple[str, tuple[int, int] | None, str, int] | None:
+        """(kept head, translatable label span or None, kept tail, where scanning resumes) for a link or
+        image at ``i``."""
+        s = self.s
+        close = self.matching_bracket(i + opener - 1, end)
+        if close < 0:
+            return None
+        label = (i + opener, close)
+        after = close + 1
+        if after < end and s[after] == "(":
+            stop = self.matching_paren(after, end)
+            if stop >= 0:
+                return s[i:i + opener], label, s[close:stop + 1], stop + 1
+        if after < end and s[after] == "[":
+            stop = s.find("]", after + 1, end)
+            if stop >= 0:
+                if stop == after + 1:  # [label][]: the label is the reference; keep it all
+                    return s[i:stop + 1], None, "", stop + 1
+                return s[i:i + opener], label, s[close:stop + 1], stop + 1
+        if label[1] - label[0] <= _MAX_LABEL and _normalise_label(s[label[0]:label[1]]) in self.references:
+            # [label]: a shortcut reference (never longer than 999 characters, CommonMark says)
+            return s[i:close + 1], None, "", close + 1
+        return None
 
 
 def _normalise_label(label: str) -> str:
@@ -521,15 +656,16 @@ def _pair_syntax(pieces: list[Piece]) -> dict[int, int]:
 
 
 def _merge(pieces: list[Piece]) -> list[Piece]:
-    merged: list[Piece] = []
+    """Neighbouring pieces of the same kind as one (joined once: there may be thousands in a row)."""
+    runs: list[tuple[bool, list[str]]] = []
     for piece in pieces:
         if not piece.text:
             continue
-        if merged and merged[-1].translate == piece.translate:
-            merged[-1] = Piece(merged[-1].text + piece.text, piece.translate)
+        if runs and runs[-1][0] == piece.translate:
+            runs[-1][1].append(piece.text)
         else:
-            merged.append(piece)
-    return merged
+            runs.append((piece.translate, [piece.text]))
+    return [Piece("".join(texts), translate) for translate, texts in runs]
 
 
 def _escaper(source: str, translation: str) -> str:

@@ -27,12 +27,14 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from lxml import etree
 
-from mtserve.documents.base import Document, DocumentError, Output
+from mtserve.documents.base import Document, DocumentError, LimitExceeded, Output
+from mtserve.documents.limits import budget, megabytes
 from mtserve.text import markup
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -40,8 +42,10 @@ A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
-MAX_EXPANDED_BYTES = 512 * 2**20  # a zip bomb guard: what an archive may unpack to
-_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_blank_text=False)
+# No huge_tree: libxml2 keeps its own limits (256 levels, 10 MB text nodes); no DTD, no entities
+# expanded, no network, no XInclude (never processed unless asked for).
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False,
+                          dtd_validation=False, remove_blank_text=False)
 
 
 def q(ns: str, *names: str) -> frozenset[str]:
@@ -156,35 +160,55 @@ def paragraph_units(paragraph: etree._Element, dialect: Dialect) -> list[_Unit]:
 
 
 def _units(paragraph: etree._Element, dialect: Dialect) -> list[_Unit]:
+    """The paragraph's stretches between breaks, walked with a stack (no recursion, any depth)."""
     units: list[_Unit] = [_Unit()]
 
     def cut() -> None:
         if units[-1].slots:
             units.append(_Unit())
 
-    def walk(element: etree._Element) -> None:
+    def enter(element: etree._Element) -> None:
         if element.text and (dialect.mixed or element.tag in dialect.text):
             units[-1].slots.append(_Slot(element, "text"))
-        for child in element:
-            tag = child.tag
-            if not isinstance(tag, str):  # comments, processing instructions
-                pass
-            elif tag in dialect.breaks:
-                cut()
-            elif tag in dialect.isolate:
-                cut()
-                walk(child)
-                cut()
-            elif tag in dialect.text:
-                if child.text:
-                    units[-1].slots.append(_Slot(child, "text"))
-            elif tag in dialect.descend and tag not in dialect.paragraphs:
-                walk(child)
-            # anything else (properties, drawings, fields, notes, nested paragraphs) is opaque
-            if dialect.mixed and child.tail:
-                units[-1].slots.append(_Slot(child, "tail"))
 
-    walk(paragraph)
+    def tail(element: etree._Element) -> None:
+        if dialect.mixed and element.tail:
+            units[-1].slots.append(_Slot(element, "tail"))
+
+    enter(paragraph)
+    # (children still to walk, the element they belong to, whether it is isolated); the paragraph's
+    # own frame has no element: its tail is not part of it.
+    stack: list[tuple[Iterator[etree._Element], etree._Element | None, bool]] = [
+        (iter(paragraph), None, False)]
+    while stack:
+        children, owner, isolated = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if owner is not None:
+                if isolated:
+                    cut()
+                tail(owner)
+            continue
+        tag = child.tag
+        if not isinstance(tag, str):  # comments, processing instructions
+            tail(child)
+        elif tag in dialect.breaks:
+            cut()
+            tail(child)
+        elif tag in dialect.isolate:
+            cut()
+            enter(child)
+            stack.append((iter(child), child, True))
+        elif tag in dialect.text:
+            if child.text:
+                units[-1].slots.append(_Slot(child, "text"))
+            tail(child)
+        elif tag in dialect.descend and tag not in dialect.paragraphs:
+            enter(child)
+            stack.append((iter(child), child, False))
+        else:  # anything else (properties, drawings, fields, notes, nested paragraphs) is opaque
+            tail(child)
     return [unit for unit in units if unit.text.strip()]
 
 
@@ -533,9 +557,9 @@ class _Part:
 
 
 class ZipXmlDocument(Document):
-    def __init__(self, kind: str, data: bytes, parts: list[_Part], dialect: Dialect, extension: str,
+    def __init__(self, kind: str, archive: Archive, parts: list[_Part], dialect: Dialect, extension: str,
                  media_type: str, notes: list[str], sections: list[tuple[str, int]]):
-        self.data = data
+        self.archive = archive
         self.parts = parts
         self.dialect = dialect
         self.extension = extension
@@ -552,7 +576,7 @@ class ZipXmlDocument(Document):
             for unit in part.units:
                 write_unit(unit, next(remaining), self.dialect)
             replaced[part.name] = serialize(part.tree)
-        return Output(rewrite_zip(self.data, replaced), self.extension, self.media_type)
+        return Output(rewrite_zip(self.archive, replaced), self.extension, self.media_type)
 
 
 def serialize(tree: etree._ElementTree) -> bytes:
@@ -561,50 +585,158 @@ def serialize(tree: etree._ElementTree) -> bytes:
                           standalone=info.standalone)
 
 
-def rewrite_zip(data: bytes, replaced: dict[str, bytes]) -> bytes:
+def rewrite_zip(archive: Archive, replaced: dict[str, bytes]) -> bytes:
     """The same archive, entries in the same order and compression, some contents replaced."""
     out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
-        for info in source.infolist():
+    with zipfile.ZipFile(out, "w") as target:
+        for info in archive.infos:
             content = replaced.get(info.filename)
-            target.writestr(info, source.read(info) if content is None else content)
+            target.writestr(info, archive.read(info.filename) if content is None else content)
     return out.getvalue()
 
 
-def open_zip(data: bytes, kind: str, required: str) -> zipfile.ZipFile:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        broken = archive.testzip()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
-        raise DocumentError(
-            f"could not read the .{kind} file: it is not a valid {kind} (zip) archive ({exc})") from None
-    if broken is not None:
-        raise DocumentError(f"could not read the .{kind} file: the entry {broken!r} is damaged")
-    expanded = sum(info.file_size for info in archive.infolist())
-    if expanded > MAX_EXPANDED_BYTES:
-        raise DocumentError(f"could not read the .{kind} file: it expands to {expanded / 2**20:,.0f} MiB; "
-                            f"the most accepted is {MAX_EXPANDED_BYTES / 2**20:,.0f} MiB")
-    if required not in archive.namelist():
+_ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+_CENTRAL_ENTRY = b"PK\x01\x02"  # the signature that starts every central-directory entry
+_CHUNK = 1 << 20
+
+
+class Archive:
+    """A document's zip archive, measured before anything in it is inflated.
+
+    The entry count, names, compression methods, encryption flags and declared sizes are checked
+    first, from the central directory alone; then every entry is inflated once, a chunk at a time
+    and never past its declared size, to check its CRC and count what the archive really expands
+    to. Only then is an entry read for use, and never more than the cap the caller gives.
+    """
+
+    def __init__(self, data: bytes, kind: str):
+        self.kind = kind
+        limits = budget().limits
+        # Each central-directory entry starts with this signature; zipfile builds an object for
+        # every one, so count them before it does.
+        if data.count(_CENTRAL_ENTRY) > limits.max_archive_entries:
+            raise self._too_many(data.count(_CENTRAL_ENTRY), limits.max_archive_entries)
+        try:
+            self.zip = zipfile.ZipFile(io.BytesIO(data))
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+                NotImplementedError) as exc:
+            raise DocumentError(
+                f"could not read the .{kind} file: it is not a valid {kind} (zip) archive ({exc})") from None
+        self.infos = self.zip.infolist()
+        if len(self.infos) > limits.max_archive_entries:
+            raise self._too_many(len(self.infos), limits.max_archive_entries)
+        self.by_name: dict[str, zipfile.ZipInfo] = {}
+        declared = 0
+        for info in self.infos:
+            name = info.filename
+            if name in self.by_name:
+                raise DocumentError(f"could not read the .{kind} file: the entry {name!r} appears twice "
+                                    "in the archive; a valid file has each entry once")
+            self.by_name[name] = info
+            if info.flag_bits & 0x1:
+                raise DocumentError(f"could not read the .{kind} file: the entry {name!r} is encrypted; "
+                                    "save the file without a password and upload it again")
+            if info.compress_type not in _ZIP_METHODS:
+                raise DocumentError(f"could not read the .{kind} file: the entry {name!r} uses compression "
+                                    f"method {info.compress_type}, which a .{kind} file never does "
+                                    "(only stored and deflate are read)")
+            declared += info.file_size
+        cap = limits.max_expanded_bytes
+        if declared > cap:
+            raise LimitExceeded(f"the .{kind} file expands to {megabytes(declared)}; the limit is "
+                                f"{megabytes(cap)} (MTSERVE_FILES_MAX_EXPANDED_MB)")
+        for info in self.infos:  # inflate each entry once, in chunks, to check it and count it
+            for chunk in self._chunks(info, info.file_size):
+                budget().expand(len(chunk), f"the archive's entries, at {info.filename!r}")
+
+    def _too_many(self, count: int, cap: int) -> LimitExceeded:
+        return LimitExceeded(f"the .{self.kind} file holds {count:,} entries; the limit is {cap:,} "
+                             "(MTSERVE_FILES_MAX_ARCHIVE_ENTRIES)")
+
+    def _chunks(self, info: zipfile.ZipInfo, limit: int):
+        """The entry inflated a chunk at a time, at most ``limit`` + 1 bytes; damage is a DocumentError."""
+        left = limit + 1
+        try:
+            with self.zip.open(info) as entry:
+                while left > 0 and (chunk := entry.read(min(_CHUNK, left))):
+                    left -= len(chunk)
+                    yield chunk
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError,
+                NotImplementedError) as exc:
+            if "insufficient memory" in str(exc):
+                raise MemoryError(str(exc)) from None
+            raise DocumentError(f"could not read the .{self.kind} file: the entry {info.filename!r} is "
+                                f"damaged ({exc})") from None
+
+    def names(self) -> list[str]:
+        return [info.filename for info in self.infos]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.by_name
+
+    def read(self, name: str, limit: int | None = None, setting: str = "") -> bytes:
+        """An entry's bytes; over ``limit`` (named by ``setting``), LimitExceeded before it is all read."""
+        info = self.by_name[name]
+        cap = info.file_size if limit is None else limit
+        data = b"".join(self._chunks(info, cap))
+        if len(data) > cap:
+            raise LimitExceeded(f"{name} in the .{self.kind} file is over {megabytes(cap)} once inflated; "
+                                f"the limit is {megabytes(cap)} ({setting})")
+        return data
+
+
+def open_zip(data: bytes, kind: str, required: str) -> Archive:
+    archive = Archive(data, kind)
+    if required not in archive:
         raise DocumentError(f"could not read the .{kind} file: {required} is missing; "
                             f"is it really a .{kind} file?")
     return archive
 
 
-def parse_part(archive: zipfile.ZipFile, name: str, kind: str) -> etree._ElementTree:
+def parse_part(archive: Archive, name: str, kind: str) -> etree._ElementTree:
+    """One XML part, within the part size, node count and depth limits."""
+    limits = budget().limits
+    data = archive.read(name, limits.max_xml_bytes, "MTSERVE_FILES_MAX_XML_MB")
+    return parse_xml(data, name, kind)
+
+
+def parse_xml(data: bytes, name: str, kind: str) -> etree._ElementTree:
+    """XML parsed within the node and depth limits: no DTD, no entities resolved, no network."""
+    limits = budget().limits
+    nodes = data.count(b"<") + data.count(b"=") + data.count(b"&")  # an upper bound, counted in C
+    if nodes > limits.max_xml_nodes:
+        raise LimitExceeded(f"{name} in the .{kind} file has about {nodes:,} XML nodes; the limit is "
+                            f"{limits.max_xml_nodes:,} (MTSERVE_FILES_MAX_XML_NODES)")
     try:
-        return etree.ElementTree(etree.fromstring(archive.read(name), _PARSER))
+        root = etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError as exc:
+        if "memory allocation failed" in str(exc).lower() or str(exc).startswith("unknown error"):
+            raise MemoryError(str(exc)) from None  # libxml2 out of memory (the worker's limit)
+        if "excessive depth" in str(exc).lower():
+            raise LimitExceeded(f"{name} in the .{kind} file is nested more than 256 levels deep, the most "
+                                "the XML parser reads (MTSERVE_FILES_MAX_DEPTH is "
+                                f"{limits.max_depth:,})") from None
         raise DocumentError(
             f"could not read the .{kind} file: {name} is not well-formed XML ({exc})") from None
+    if _deeper_than(root, limits.max_depth):
+        budget().check_depth(limits.max_depth + 1, f"{name} in the .{kind} file")
+    return etree.ElementTree(root)
 
 
-def _read_parts(archive: zipfile.ZipFile, names: list[str], kind: str, dialect: Dialect,
+def _deeper_than(root: etree._Element, depth: int) -> bool:
+    """Whether any element sits more than ``depth`` levels down (one XPath step a level, in C)."""
+    return bool(etree.XPath("boolean(/*" + "/*" * depth + ")")(root))
+
+
+def _read_parts(archive: Archive, names: list[str], kind: str, dialect: Dialect,
                 label: Callable[[str], str] | None = None) -> tuple[list[_Part], list[tuple[str, int]]]:
     parts, sections, count = [], [], 0
     for name in names:
         tree = parse_part(archive, name, kind)
-        units = [unit for paragraph in tree.iter(*dialect.paragraphs)
-                 for unit in paragraph_units(paragraph, dialect)]
+        units = []
+        for paragraph in tree.iter(*dialect.paragraphs):
+            units += paragraph_units(paragraph, dialect)
+            budget().check_segments(count + len(units))
         parts.append(_Part(name, tree, units))
         count += len(units)
         if label is not None:
@@ -629,11 +761,11 @@ _OFFICE_NOTES = [
 def read_docx(data: bytes) -> ZipXmlDocument:
     archive = open_zip(data, "docx", "word/document.xml")
     order = {"document": 0, "header": 1, "footer": 2, "footnotes": 3, "endnotes": 4, "comments": 5}
-    names = sorted((n for n in archive.namelist() if _WORD_PARTS.fullmatch(n)),
+    names = sorted((n for n in archive.names() if _WORD_PARTS.fullmatch(n)),
                    key=lambda n: (order[_WORD_PARTS.fullmatch(n).group(1).rstrip("0123456789")], _number(n)))
     parts, _ = _read_parts(archive, names, "docx", WORD)
     notes = _OFFICE_NOTES + ["Text in charts, SmartArt and embedded objects is not translated."]
-    return ZipXmlDocument("docx", data, parts, WORD, "docx",
+    return ZipXmlDocument("docx", archive, parts, WORD, "docx",
                           "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
                           notes, [])
 
@@ -644,13 +776,13 @@ _NOTES = re.compile(r"ppt/notesSlides/notesSlide\d+\.xml")
 
 def read_pptx(data: bytes) -> ZipXmlDocument:
     archive = open_zip(data, "pptx", "ppt/presentation.xml")
-    slides = sorted((n for n in archive.namelist() if _SLIDE.fullmatch(n)), key=_number)
-    notes = sorted((n for n in archive.namelist() if _NOTES.fullmatch(n)), key=_number)
+    slides = sorted((n for n in archive.names() if _SLIDE.fullmatch(n)), key=_number)
+    notes = sorted((n for n in archive.names() if _NOTES.fullmatch(n)), key=_number)
     parts, sections = _read_parts(
         archive, slides + notes, "pptx", DRAWING,
         label=lambda n: f"slide {_number(n)}" if _SLIDE.fullmatch(n) else f"notes {_number(n)}")
     return ZipXmlDocument(
-        "pptx", data, parts, DRAWING, "pptx",
+        "pptx", archive, parts, DRAWING, "pptx",
         "application/vnd.openxmlformats-officedocument.presentationml.presentation",
         ["Slide layouts, shapes, positions, tables, images and speaker notes are kept.",
          "Each paragraph is translated as a whole, each character format on the words it belongs "
@@ -661,11 +793,14 @@ def read_pptx(data: bytes) -> ZipXmlDocument:
 
 def read_odt(data: bytes) -> ZipXmlDocument:
     archive = open_zip(data, "odt", "content.xml")
-    names = archive.namelist()
-    mimetype = archive.read("mimetype").decode("ascii", "replace").strip() if "mimetype" in names else ""
+    mimetype = ""
+    if "mimetype" in archive:
+        if archive.by_name["mimetype"].file_size > 200:
+            raise DocumentError("could not read the .odt file: its mimetype entry is not a media type")
+        mimetype = archive.read("mimetype").decode("ascii", "replace").strip()
     if mimetype and mimetype != "application/vnd.oasis.opendocument.text":
         raise DocumentError(f"could not read the .odt file: it is a {mimetype} document, not a text document")
-    names = ["content.xml"] + (["styles.xml"] if "styles.xml" in archive.namelist() else [])
+    names = ["content.xml"] + (["styles.xml"] if "styles.xml" in archive else [])
     parts, _ = _read_parts(archive, names, "odt", ODF)
-    return ZipXmlDocument("odt", data, parts, ODF, "odt", "application/vnd.oasis.opendocument.text",
+    return ZipXmlDocument("odt", archive, parts, ODF, "odt", "application/vnd.oasis.opendocument.text",
                           _OFFICE_NOTES, [])

@@ -23,10 +23,12 @@ import logging
 import re
 import statistics
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtserve.documents.base import Document, DocumentError, Output
+from mtserve.documents.base import Document, DocumentError, LimitExceeded, Output
+from mtserve.documents.limits import budget, megabytes
 from mtserve.text.segment import is_cjk
 
 log = logging.getLogger(__name__)
@@ -125,12 +127,18 @@ class PdfDocument(Document):
                 overlay.set_xy(block.x0, page.height - block.y1)
                 overlay.multi_cell(width, size * LINE_HEIGHT, text, align="L", wrapmode=wrap)
         layer = pypdf.PdfReader(io.BytesIO(bytes(overlay.output())))
-        writer = pypdf.PdfWriter(clone_from=_reader(self.data))
-        writer.remove_text()
-        for page, overlay_page in zip(writer.pages, layer.pages):
-            page.merge_page(overlay_page)
-        out = io.BytesIO()
-        writer.write(out)
+        from pypdf.errors import LimitReachedError
+
+        try:
+            with _pypdf_limits():
+                writer = pypdf.PdfWriter(clone_from=_reader(self.data))
+                writer.remove_text()
+                for page, overlay_page in zip(writer.pages, layer.pages):
+                    page.merge_page(overlay_page)
+                out = io.BytesIO()
+                writer.write(out)
+        except LimitReachedError as exc:
+            raise LimitExceeded(f"the .pdf file is over a limit of the PDF writer ({exc})") from None
         return out.getvalue()
 
     # --- DOCX out --------------------------------------------------------------------
@@ -177,48 +185,334 @@ def _room(block: Block, neighbours: list[Block], page: Page) -> tuple[float, flo
 
 
 # --- reading ------------------------------------------------------------------------------
+class _Abort(BaseException):
+    """A limit hit inside pdfminer, which catches ``Exception`` in places: let it through, then unwrap."""
+
+    def __init__(self, error: DocumentError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _decoded(size: int) -> None:
+    """Count a decoded stream against the per-stream cap and the document's expanded total."""
+    limits = budget().limits
+    cap = limits.max_pdf_stream_bytes
+    if size > cap:
+        raise _Abort(LimitExceeded(f"a stream in the .pdf file decodes to more than {megabytes(cap)}; the "
+                                   f"limit is {megabytes(cap)} (MTSERVE_FILES_MAX_PDF_STREAM_MB)"))
+    try:
+        budget().expand(size, "the PDF's decoded streams")
+    except LimitExceeded as exc:
+        raise _Abort(exc) from None
+
+
+def _inflate(data: bytes) -> bytes:
+    """FlateDecode that stops at the stream cap; a damaged stream gives what decodes (as pdfminer's)."""
+    cap = budget().limits.max_pdf_stream_bytes
+    try:
+        inflater = zlib.decompressobj()
+        out = inflater.decompress(data, cap + 1)
+    except zlib.error:
+        # pdfminer keeps a stream whose only damage is its checksum (the last 4 bytes); else none of it.
+        try:
+            inflater = zlib.decompressobj()
+            out = inflater.decompress(data[:-4], cap + 1)
+        except zlib.error:
+            out = b""
+    if inflater.unconsumed_tail:  # more output waiting: over the cap
+        out += b"\0"
+    _decoded(len(out))
+    return out
+
+
+def _lzw(data: bytes) -> bytes:
+    from pdfminer.lzw import LZWDecoder
+
+    cap = budget().limits.max_pdf_stream_bytes
+    chunks, size = [], 0
+    for chunk in LZWDecoder(io.BytesIO(data)).run():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > cap:
+            break
+    _decoded(size)
+    return b"".join(chunks)
+
+
+def _run_length(data: bytes) -> bytes:
+    """RunLengthDecode (PDF 1.7, 7.4.5) that stops at the stream cap."""
+    cap = budget().limits.max_pdf_stream_bytes
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n and len(out) <= cap:
+        length = data[i]
+        if length == 128:
+            break
+        if length < 128:
+            out += data[i + 1:i + 2 + length]
+            i += length + 2
+        else:
+            out += data[i + 1:i + 2] * (257 - length)
+            i += 2
+    _decoded(len(out))
+    return bytes(out)
+
+
+def _ccitt(data: bytes, params: dict) -> bytes:
+    from pdfminer.ccitt import CCITTFaxDecoder
+    from pdfminer.pdfexceptions import PDFValueError
+
+    cap = budget().limits.max_pdf_stream_bytes
+    columns = params.get("Columns")
+    if params.get("K") != -1 or not isinstance(columns, int) or not 0 < columns <= 100_000:
+        raise PDFValueError(f"unsupported CCITTFax parameters: K={params.get('K')!r} Columns={columns!r}")
+
+    class Capped(CCITTFaxDecoder):
+        def __init__(self) -> None:
+            super().__init__(columns, bytealign=bool(params.get("EncodedByteAlign")),
+                             reversed=bool(params.get("BlackIs1")))
+            self.lines: list[bytes] = []
+            self.size = 0
+
+        def output_line(self, y: int, bits) -> None:
+            self._buf = b""
+            super().output_line(y, bits)
+            self.lines.append(self._buf)
+            self.size += len(self._buf)
+            _decoded(self.size if self.size > cap else 0)
+
+        def close(self) -> bytes:
+            return b"".join(self.lines)
+
+    decoder = Capped()
+    decoder.feedbytes(data)
+    out = decoder.close()
+    _decoded(len(out))
+    return out
+
+
+@functools.cache
+def _cap_pdfminer() -> None:
+    """Route pdfminer's stream decoders through the capped ones above (it has no limits of its own).
+
+    pdfminer.pdftypes calls these by module-level name; if a release renames them this fails loudly
+    (the hostile-file tests build a bomb for each) rather than leaving a decoder uncapped.
+    """
+    from pdfminer import pdftypes
+
+    for name in ("zlib", "lzwdecode", "rldecode", "ccittfaxdecode", "decompress_corrupted"):
+        if not hasattr(pdftypes, name):
+            raise RuntimeError(f"pdfminer.pdftypes.{name} is gone: the PDF stream caps need updating")
+    pdftypes.zlib = _CappedZlib()
+    pdftypes.lzwdecode = _lzw
+    pdftypes.rldecode = _run_length
+    pdftypes.ccittfaxdecode = _ccitt
+    pdftypes.decompress_corrupted = _inflate
+
+
+class _CappedZlib:
+    """What pdfminer.pdftypes uses of ``zlib``, capped."""
+
+    error = zlib.error
+
+    @staticmethod
+    def decompress(data: bytes, *args) -> bytes:
+        return _inflate(data)
+
+    @staticmethod
+    def decompressobj(*args, **kwargs):
+        return zlib.decompressobj(*args, **kwargs)
+
+
+def _pypdf_limits():
+    """pypdf's own decoders, held to the same per-stream cap."""
+    import pypdf
+
+    cap = budget().limits.max_pdf_stream_bytes
+    return pypdf.apply_configuration(
+        maximum_declared_stream_length=max(cap, 1), zlib_maximum_output_length=cap,
+        lzw_maximum_output_length=cap, run_length_maximum_output_length=cap,
+        array_based_stream_maximum_output_length=cap, jbig2_maximum_output_length=cap,
+        brotli_maximum_output_length=cap)
+
+
 def _reader(data: bytes):
     import pypdf
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import LimitReachedError, PyPdfError
 
     try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise DocumentError("could not read the .pdf file: it is password-protected; "
-                                "remove the password and upload it again")
-        len(reader.pages)
+        with _pypdf_limits():
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise DocumentError("could not read the .pdf file: it is password-protected; "
+                                    "remove the password and upload it again")
+            pages = len(reader.pages)
     except DocumentError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+    except LimitReachedError as exc:
+        raise LimitExceeded(f"the .pdf file is over a structure limit of the PDF reader ({exc})") from None
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise DocumentError(f"could not read the .pdf file: {exc}") from None
+    cap = budget().limits.max_pdf_pages
+    if pages > cap:
+        raise LimitExceeded(f"the .pdf file has {pages:,} pages; the limit is {cap:,} "
+                            "(MTSERVE_FILES_MAX_PDF_PAGES)")
     return reader
 
 
+_CELL_PT = 10.0  # the grid text density is measured on
+_MOST_BOXES = 100  # text boxes on a page that get pdfminer's hierarchical (column-aware) reading order
+_MOST_PER_CELL = 200  # characters in one 10 pt square: 2 pt type, or text drawn over itself many times
+
+
+def _layouts(data: bytes, laparams, maxpages: int):
+    """pdfminer's extract_pages, with a device that counts what each page draws before analysing it.
+
+    Layout analysis groups text lines by their neighbours; lines drawn over each other are all
+    neighbours, and 500 of them in one spot took 12 s (1,000: 100 s). Each character is about a
+    kilobyte once drawn. So a page is refused while it is drawn, past the character cap, or before
+    its analysis, when too much of its text lies in one spot.
+    """
+    from pdfminer.converter import PDFPageAggregator
+    from pdfminer.layout import (
+        LTChar,
+        LTContainer,
+        LTFigure,
+        LTPage,
+        LTTextBoxHorizontal,
+        LTTextBoxVertical,
+        LTTextGroupLRTB,
+        LTTextLineHorizontal,
+    )
+    from pdfminer.utils import Plane
+    from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
+    from pdfminer.pdfpage import PDFPage
+    from pdfminer.utils import mult_matrix
+
+    cap = budget().limits.max_pdf_page_chars
+
+    class Grouping:
+        """pdfminer's text grouping, without its quadratic steps.
+
+        Lines into boxes: pdfminer rebuilds a box each time a line joins it, which is quadratic
+        when a page's lines all touch (8,000 scattered words: 166 s); the boxes are the connected
+        groups of neighbouring lines, found here with union-find. Boxes into a reading order:
+        hierarchical grouping is quadratic in boxes (900 boxes: 90 s); past a hundred, the boxes
+        are read top to bottom, left to right.
+        """
+
+        def group_textlines(self, laparams, lines):
+            lines = list(lines)
+            plane = Plane(self.bbox)
+            plane.extend(lines)
+            index = {id(line): i for i, line in enumerate(lines)}
+            parent = list(range(len(lines)))
+
+            def root(i: int) -> int:
+                while parent[i] != i:
+                    parent[i] = parent[parent[i]]
+                    i = parent[i]
+                return i
+
+            for i, line in enumerate(lines):
+                for other in line.find_neighbors(plane, laparams.line_margin):
+                    j = index.get(id(other))
+                    if j is not None and (a := root(i)) != (b := root(j)):
+                        parent[max(a, b)] = min(a, b)
+            groups: dict[int, list[int]] = {}
+            for i in range(len(lines)):  # in the order of each group's first line, as pdfminer yields them
+                groups.setdefault(root(i), []).append(i)
+            for members in groups.values():
+                last = lines[members[-1]]  # pdfminer's box is made for the group's last line
+                box = LTTextBoxHorizontal() if isinstance(last, LTTextLineHorizontal) else LTTextBoxVertical()
+                for i in members:
+                    box.add(lines[i])
+                if not box.is_empty():
+                    yield box
+
+        def group_textboxes(self, laparams, boxes):
+            if len(boxes) > _MOST_BOXES:
+                return [LTTextGroupLRTB(list(boxes))]
+            return super().group_textboxes(laparams, boxes)
+
+    class Page(Grouping, LTPage):
+        pass
+
+    class Figure(Grouping, LTFigure):
+        pass
+
+    class Counting(PDFPageAggregator):
+        def begin_page(self, page, ctm) -> None:
+            self.drawn = 0
+            super().begin_page(page, ctm)
+            self.cur_item = Page(self.cur_item.pageid, self.cur_item.bbox, self.cur_item.rotate)
+
+        def begin_figure(self, name, bbox, matrix) -> None:
+            super().begin_figure(name, bbox, matrix)
+            self.cur_item = Figure(name, bbox, mult_matrix(matrix, self.ctm))
+
+        def render_char(self, *args, **kwargs):
+            self.drawn += 1
+            if self.drawn > cap:
+                raise _Abort(LimitExceeded(
+                    f"page {self.pageno} of the .pdf file draws more than {cap:,} characters; the limit "
+                    f"is {cap:,} (MTSERVE_FILES_MAX_PDF_PAGE_CHARS)"))
+            return super().render_char(*args, **kwargs)
+
+        def end_page(self, page) -> None:
+            cells: dict[tuple[int, int], int] = {}
+            stack = [self.cur_item]
+            while stack:
+                for item in stack.pop():
+                    if isinstance(item, LTChar):
+                        key = (int(item.x0 // _CELL_PT), int(item.y0 // _CELL_PT))
+                        cells[key] = cells.get(key, 0) + 1
+                    elif isinstance(item, LTContainer):
+                        stack.append(item)
+            if cells and max(cells.values()) > _MOST_PER_CELL:
+                raise _Abort(DocumentError(
+                    f"could not read the .pdf file: page {self.pageno} draws more than {_MOST_PER_CELL} "
+                    f"characters over one {_CELL_PT:g} pt square (text drawn over itself), which its "
+                    "layout cannot be read from; print it to a new PDF and upload that"))
+            super().end_page(page)
+
+    manager = PDFResourceManager(caching=True)
+    device = Counting(manager, laparams=laparams)
+    interpreter = PDFPageInterpreter(manager, device)
+    for page in PDFPage.get_pages(io.BytesIO(data), maxpages=maxpages):
+        interpreter.process_page(page)
+        yield device.get_result()
+
+
 def read_pdf(data: bytes) -> PdfDocument:
-    from pdfminer.high_level import extract_pages
     from pdfminer.layout import LAParams, LTChar, LTFigure, LTImage, LTTextBox, LTTextLine
 
     if not data.lstrip()[:5].startswith(b"%PDF"):
         raise DocumentError("could not read the .pdf file: it does not start with %PDF; is it really a PDF?")
-    _reader(data)  # refuses damaged and password-protected files with a clear message
+    _cap_pdfminer()
+    _reader(data)  # refuses damaged, password-protected and too long files with a clear message
     pages: list[Page] = []
     blocks: list[Block] = []
     images = 0
+    cap = budget().limits.max_pdf_pages
     try:
         # line_margin 1.0: lines up to a line-height apart are one block (1.5-spaced text is common)
-        layouts = extract_pages(io.BytesIO(data), laparams=LAParams(line_margin=1.0, all_texts=True))
+        layouts = _layouts(data, LAParams(line_margin=1.0, all_texts=True), maxpages=cap + 1)
         for number, layout in enumerate(layouts):
+            if number >= cap:  # pdfminer found more pages than pypdf did
+                raise LimitExceeded(f"the .pdf file has more than {cap:,} pages; the limit is {cap:,} "
+                                    "(MTSERVE_FILES_MAX_PDF_PAGES)")
             pages.append(Page(layout.x1, layout.y1))
-            stack = list(layout)
+            stack = list(layout)[::-1]  # depth first, in reading order; popped from the end
             boxes = []
             while stack:
-                item = stack.pop(0)
+                item = stack.pop()
                 if isinstance(item, LTTextBox):
                     boxes.append(item)
                 elif isinstance(item, LTImage):
                     images += 1
                 elif isinstance(item, LTFigure):
-                    stack[:0] = list(item)
+                    stack.extend(list(item)[::-1])
             for box in boxes:
                 lines = [line for line in box if isinstance(line, LTTextLine)]
                 chars = [c for line in lines for c in line if isinstance(c, LTChar)]
@@ -232,8 +526,14 @@ def read_pdf(data: bytes) -> PdfDocument:
                     color=_rgb(chars[len(chars) // 2]),
                     text=text,
                 ))
-    except DocumentError:
+                budget().check_segments(len(blocks))
+    except _Abort as abort:
+        raise abort.error from None
+    except (DocumentError, MemoryError):
         raise
+    except RecursionError:
+        raise DocumentError("could not read the .pdf file: its objects are nested too deeply to "
+                            "read") from None
     except Exception as exc:  # pdfminer raises many kinds on damaged files
         raise DocumentError(f"could not read the .pdf file: {type(exc).__name__}: {exc}") from None
     if not pages:
@@ -249,19 +549,21 @@ def read_pdf(data: bytes) -> PdfDocument:
 
 def join_lines(lines: list[str]) -> str:
     """A block's lines as one text: hyphenated words rejoined, CJK lines joined without a space."""
-    text = ""
+    parts: list[str] = []  # joined once at the end: a block may have thousands of lines
     for line in (line.rstrip("\n").strip() for line in lines):
         if not line:
             continue
-        if not text:
-            text = line
-        elif re.search(r"[A-Za-z]-$", text) and line[:1].islower():
-            text = text[:-1] + line
-        elif is_cjk(text[-1]) and is_cjk(line[0]):
-            text += line
-        else:
-            text += " " + line
-    return text
+        if not parts:
+            parts.append(line)
+            continue
+        last = parts[-1]
+        if len(last) >= 2 and last[-1] == "-" and last[-2].isascii() and last[-2].isalpha() \
+                and line[:1].islower():
+            parts[-1] = last[:-1]
+        elif not (is_cjk(last[-1]) and is_cjk(line[0])):
+            parts.append(" ")
+        parts.append(line)
+    return "".join(parts)
 
 
 def _is_bold(fontname: str) -> bool:
@@ -328,6 +630,8 @@ def pick_fonts(text: str, target: str, workdir: Path, bold: bool = True) -> Font
         bold_path = noto.replace("-Regular.ttc", "-Bold.ttc")
         if bold and Path(bold_path).is_file():
             return Fonts(regular, cjk_truetype(bold_path, face, text, workdir / "bold.ttf"))
+    except MemoryError:
+        raise
     except Exception as exc:  # a font we cannot convert: fall back to DOCX rather than fail
         log.warning("could not prepare the CJK font", extra={"event": "pdf_font_error", "error": repr(exc)})
         return None

@@ -12,6 +12,7 @@ import codecs
 import re
 
 from mtserve.documents.base import Decoded, Document, Output, decode_text, keep_edges
+from mtserve.documents.limits import check_markup
 from mtserve.text.html import HtmlDocument, parse_html
 
 
@@ -41,15 +42,28 @@ _HTML_TAG = re.compile(r"<html\b[^>]*>", re.IGNORECASE)
 _LANG_ATTRIBUTE = re.compile(r"""(\s(?:xml:)?lang\s*=\s*)(["'])[^"']*\2""", re.IGNORECASE)
 
 
+# Python codecs that decode bytes to str but are no charset a page could be written in.
+_NOT_CHARSETS = {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape"}
+
+
 def declared_charset(data: bytes) -> str | None:
+    """The text encoding a page's <meta charset> names, if Python has it as a text codec.
+
+    codecs.lookup() also knows codecs that are not text encodings (base64, rot13, zlib: decoding
+    with them raises LookupError) and some that are no page's charset (idna, unicode_escape).
+    """
     found = _CHARSET.search(data[:4096])
     if not found:
         return None
     name = found.group(1).decode("ascii", "replace")
     try:
-        return codecs.lookup(name).name
+        info = codecs.lookup(name)
     except LookupError:
         return None
+    # CodecInfo marks the bytes-to-bytes and str-to-str codecs (str.encode refuses them the same way).
+    if not getattr(info, "_is_text_encoding", True) or info.name.replace("_", "-") in _NOT_CHARSETS:
+        return None
+    return info.name
 
 
 def set_html_lang(html: str, target: str) -> str:
@@ -86,4 +100,5 @@ def read_html(data: bytes) -> HtmlFileDocument:
     declared = declared_charset(data)
     fallbacks = tuple(c for c in (declared, "cp1252") if c and c not in ("utf-8", "utf_8"))
     decoded = decode_text(data, ".html", fallbacks=fallbacks)
+    check_markup(decoded.text, "the .html file")
     return HtmlFileDocument(decoded, parse_html(decoded.text))

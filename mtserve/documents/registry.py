@@ -7,6 +7,7 @@ from pathlib import PurePath
 from typing import Callable
 
 from mtserve.documents.base import Document, DocumentError, UnsupportedFormat
+from mtserve.documents.limits import Limits, within
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,16 @@ def format_for(filename: str, formats: tuple[Format, ...] = FORMATS) -> Format:
 
 
 def read_document(filename: str, data: bytes, formats: tuple[Format, ...] = FORMATS,
-                  options: ReadOptions | None = None) -> Document:
-    """Parse a file by its extension. Raises DocumentError (unknown format, broken file) with the reason."""
+                  options: ReadOptions | None = None, limits: Limits | None = None) -> Document:
+    """Parse a file by its extension, within ``limits`` (the settings' defaults if None), in this process.
+
+    Raises DocumentError (unknown format, broken file) or LimitExceeded with the reason. The server
+    parses in a worker process instead: ``mtserve.documents.sandbox``.
+    """
     fmt = format_for(filename, formats)
     if not data:
         raise DocumentError(f"the file {PurePath(filename).name!r} is empty; there is nothing to translate")
-    return fmt.read(data, options or ReadOptions())
+    with within(limits or Limits.defaults()) as budget:
+        document = fmt.read(data, options or ReadOptions())
+        budget.check_segments(len(document.segments))
+    return document

@@ -67,7 +67,7 @@ async def translate_document(
         done += len(chunk)
         if on_progress is not None:
             on_progress(done, total)
-    output = await asyncio.to_thread(document.render, translations, target)
+    output = await document.render_async(translations, target)
     return DocumentResult(output, source, detected, notes + [n for n in document.notes if n not in notes])
 
 

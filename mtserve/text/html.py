@@ -43,6 +43,7 @@ _INLINE_VERBATIM = {"code", "kbd", "samp", "var", "math", "svg", "ruby"}
 _INLINE_VOID = {"br", "img", "wbr", "input"}
 # The names the engine sees: short, and the same for elements that look the same.
 _VIEW_NAMES = {"strong": "b", "em": "i", "strike": "s", "del": "s", "ins": "u"}
+_READ_ATTRIBUTES = _TRANSLATED_ATTRIBUTES | {"translate", "class"}
 
 # The tag grammar of html.parser, used to find where each attribute value sits.
 _TAG_NAME = re.compile(r"<[a-zA-Z][^\t\n\r\f />\x00]*(?:\s|/(?!>))*")
@@ -163,7 +164,9 @@ class _Tokenizer(HTMLParser):
 
     def _tag(self, kind: str, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         start = self.document_position()
-        self.events.append(_Event(kind, start, start + len(self.get_starttag_text() or ""), tag, attrs))
+        # Only the attributes parse_html reads are kept: a tag may carry a million others.
+        kept = [(name, value) for name, value in attrs if name in _READ_ATTRIBUTES]
+        self.events.append(_Event(kind, start, start + len(self.get_starttag_text() or ""), tag, kept))
 
     def _reference(self, text: str) -> None:
         start = self.document_position()
@@ -531,6 +534,8 @@ def _tag_parts(document: HtmlDocument, tag_text: str, attrs: list[tuple[str, str
     copied, position = 0, name.end()
     while (attribute := _ATTRIBUTE.match(tag_text, position)) and attribute.end() > position:
         position = attribute.end()
+        if attribute.group(1).lower() not in _READ_ATTRIBUTES:
+            continue  # the tokenizer kept only the attributes read here, in order
         parsed = next(expected, None)
         value = attribute.group(3)
         if not value or attribute.group(1).lower() not in _TRANSLATED_ATTRIBUTES:
@@ -558,20 +563,46 @@ def _text_parts(document: HtmlDocument, raw: str, unquoted: bool) -> Parts:
     return [lead, _Slot(core, True, unquoted, len(document.segments) - 1), trail]
 
 
+_OPENS_A_TAG = re.compile(r"<[A-Za-z/!?]")
+_COMMENT_CLOSE_REVERSED = re.compile(r">\s*--")  # html.parser ends a comment at "--", spaces, ">"
+
+
+def _unclosed_tail(html: str) -> int:
+    """Where the first construct starts that nothing after it closes (``len(html)`` if none).
+
+    A tag with no ">" after it, or a comment with no "-->", runs to the end of the file (a browser
+    drops the one and ends the other there). html.parser before Python 3.12.11 / 3.13.4 rescans to
+    the end from every such opener, which is quadratic: 24 KB of "<a " took half a minute. The tail
+    is kept verbatim, as one piece of markup, and never parsed.
+    """
+    stop = len(html)
+    found = _OPENS_A_TAG.search(html, html.rfind(">") + 1)
+    if found:
+        stop = found.start()
+    closer = _COMMENT_CLOSE_REVERSED.search(html[::-1])
+    last_close = len(html) - closer.start() if closer else 0
+    opened = html.find("<!--", last_close)
+    if 0 <= opened < stop:
+        stop = opened
+    return stop
+
+
 def _tokenize(html: str) -> list[_Event]:
     """Every token with its offset, restarting past what html.parser cannot parse."""
     events: list[_Event] = []
     position = 0
+    stop = _unclosed_tail(html)
+    tail = [_Event("markup", stop)] if stop < len(html) else []
     while True:
         tokenizer = _Tokenizer(html, position)
         try:
-            tokenizer.feed(html[position:])
+            tokenizer.feed(html[position:stop])
             tokenizer.close()
-            return events + tokenizer.events
+            return events + tokenizer.events + tail
         except AssertionError:  # html.parser gives up on some malformed "<!" declarations
             failed_at = tokenizer.document_position()
-            closing = html.find(">", failed_at)
-            position = len(html) if closing < 0 else closing + 1
+            closing = html.find(">", failed_at, stop)
+            position = stop if closing < 0 else closing + 1
             events += tokenizer.events + [_Event("markup", failed_at)]  # a bogus comment
 
 
