@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -68,6 +69,11 @@ class Document:
             return True
         found = self.placeholders.finditer
         return Counter(m.group() for m in found(source)) == Counter(m.group() for m in found(translation))
+
+    def kept_check(self) -> Callable[[str, str], bool | None] | None:
+        """``placeholders_kept``'s own rule as a picklable callable (None: the default count), so a
+        document read in a worker process keeps it; the callable answers None where it has no rule."""
+        return None
 
     def check_target(self, target: str) -> None:
         """Refuse (DocumentError) a target language this file cannot take, before any work is done."""

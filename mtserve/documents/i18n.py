@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import polib

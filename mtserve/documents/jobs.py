@@ -43,8 +43,8 @@ from typing import AsyncIterator, Callable
 from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.documents.job_records import InstanceLocks, JobRecords
 from mtserve.documents.registry import enabled_formats, extensions_of, format_for
-from mtserve.documents.sandbox import parse_document, warm
 from mtserve.documents.runner import translate_document
+from mtserve.documents.sandbox import parse_document, warm
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
 from mtserve.service.translator import TranslationService, UnsupportedLanguage
 from mtserve.settings import Settings

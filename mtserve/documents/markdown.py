@@ -32,6 +32,7 @@ from mtserve.text import markup
 from mtserve.text.html import parse_html
 from mtserve.text.segment import is_cjk
 
+
 def _block_budget(state, start_line: int, end_line: int, silent: bool) -> bool:
     """A block rule that matches nothing and stops the parse once it has made too many tokens.
 
@@ -510,28 +511,6 @@ class _Scanner:
 
 def _normalise_label(label: str) -> str:
     return " ".join(label.split()).upper()
-
-
-def _link(s: str, i: int, opener: int, references: set[str]) -> tuple[str, str | None, str, int] | None:
-    """(kept head, translatable label or None, kept tail, where scanning resumes) for a link or image."""
-    close = _matching_bracket(s, i + opener - 1)
-    if close < 0:
-        return None
-    label = s[i + opener:close]
-    after = close + 1
-    if after < len(s) and s[after] == "(":
-        end = _matching_paren(s, after)
-        if end >= 0:
-            return s[i:i + opener], label, s[close:end + 1], end + 1
-    if after < len(s) and s[after] == "[":
-        end = s.find("]", after + 1)
-        if end >= 0:
-            if end == after + 1:  # [label][]: the label is the reference; keep it all
-                return s[i:end + 1], None, "", end + 1
-            return s[i:i + opener], label, s[close:end + 1], end + 1
-    if _normalise_label(label) in references:  # [label]: a shortcut reference
-        return s[i:close + 1], None, "", close + 1
-    return None
 
 
 @dataclass

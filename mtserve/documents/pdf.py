@@ -384,10 +384,9 @@ def _layouts(data: bytes, laparams, maxpages: int):
         LTTextGroupLRTB,
         LTTextLineHorizontal,
     )
-    from pdfminer.utils import Plane
     from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
     from pdfminer.pdfpage import PDFPage
-    from pdfminer.utils import mult_matrix
+    from pdfminer.utils import Plane, mult_matrix
 
     cap = budget().limits.max_pdf_page_chars
 

@@ -180,7 +180,7 @@ def _run(request: _Request):
         if request.target:
             document.check_target(request.target)
         return (document.format, document.segments, document.notes, document.placeholders, document.sections,
-                document.markup)
+                document.markup, document.kept_check())
     from mtserve.documents.limits import within
 
     with within(request.limits):
@@ -346,10 +346,15 @@ class SandboxedDocument(Document):
     """A document read in a worker: its segments here, its tree there (rendering parses it again)."""
 
     def __init__(self, sandbox: Sandbox, request: _Request, parsed: tuple):
-        fmt, segments, notes, placeholders, sections, markup = parsed
+        fmt, segments, notes, placeholders, sections, markup, kept = parsed
         super().__init__(fmt, segments, notes=notes, placeholders=placeholders, sections=sections, markup=markup)
+        self._kept = kept
         self._sandbox = sandbox
         self._request = request
+
+    def placeholders_kept(self, source: str, translation: str) -> bool:
+        verdict = self._kept(source, translation) if self._kept is not None else None
+        return super().placeholders_kept(source, translation) if verdict is None else verdict
 
     def _render_request(self, translations: list[str], target: str) -> _Request:
         self.check(translations)

@@ -74,7 +74,7 @@ def _local(element: etree._Element) -> str:
 class _Code:
     """One inline code of a source: the element, and whether it wraps translatable text."""
 
-    element: etree._Element
+    element: etree._Element | None  # None in the copy a check takes to another process
     paired: bool
     fixed: bool  # canReorder="no", or a span's start or end: stays in order relative to other fixed codes
 
@@ -136,6 +136,17 @@ def encode(source: etree._Element, paired: set[str]) -> _Codes:
     walk(source, 0)
     result.text = "".join(parts)
     return result
+
+
+@dataclass
+class TokenCheck:
+    """``placeholders_kept`` without the tree: what a sandboxed read sends back with the segments."""
+
+    by_text: dict[str, _Codes]
+
+    def __call__(self, source: str, translation: str) -> bool | None:
+        codes = self.by_text.get(source)
+        return None if codes is None else tokens_kept(codes, translation)
 
 
 def tokens_kept(codes: _Codes, translation: str) -> bool:
@@ -230,6 +241,11 @@ class XliffDocument(Document):
         codes = self._by_text.get(source)
         return tokens_kept(codes, translation) if codes is not None else super().placeholders_kept(
             source, translation)
+
+    def kept_check(self) -> "TokenCheck":
+        return TokenCheck({text: _Codes(codes.text, {n: _Code(None, c.paired, c.fixed)
+                                                     for n, c in codes.codes.items()})
+                           for text, codes in self._by_text.items()})
 
     def check_target(self, target: str) -> None:
         """A file that holds translations into another language cannot take this one's beside them."""

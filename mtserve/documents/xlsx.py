@@ -22,7 +22,6 @@ sheet keeps its name, and the job's notes say which sheets and why.
 from __future__ import annotations
 
 import re
-import zipfile
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -30,6 +29,7 @@ from lxml import etree
 from mtserve.documents.base import Document, Output
 from mtserve.documents.office import (
     DRAWING,
+    Archive,
     Dialect,
     _Unit,
     open_zip,
@@ -172,8 +172,8 @@ class _SheetNames:
 
 
 class XlsxDocument(Document):
-    def __init__(self, data: bytes, parts: list[_Part], sheet_names: _SheetNames | None, notes: list[str]):
-        self.data = data
+    def __init__(self, archive: Archive, parts: list[_Part], sheet_names: _SheetNames | None, notes: list[str]):
+        self.archive = archive
         self.parts = parts
         self.sheet_names = sheet_names
         segments = [unit.text for part in parts for unit in part.units]
@@ -193,7 +193,7 @@ class XlsxDocument(Document):
         for part in self.parts:
             if part.units:
                 replaced[part.name] = serialize(part.tree)
-        return Output(rewrite_zip(self.data, replaced), "xlsx", MEDIA_TYPE)
+        return Output(rewrite_zip(self.archive, replaced), "xlsx", MEDIA_TYPE)
 
     def _rename_sheets(self, translations: list[str], replaced: dict[str, bytes]) -> None:
         names = self.sheet_names
@@ -255,8 +255,8 @@ def _has_words(text: str) -> bool:
     return any(ch.isalpha() for ch in text)
 
 
-def _text_parts(archive: zipfile.ZipFile) -> list[_Part]:
-    names = archive.namelist()
+def _text_parts(archive: Archive) -> list[_Part]:
+    names = archive.names()
     parts: list[_Part] = []
     ordered = ([n for n in names if n == "xl/sharedStrings.xml"]
                + sorted((n for n in names if _WORKSHEET.fullmatch(n)), key=_number)
@@ -289,7 +289,7 @@ def _all_text(tree: etree._ElementTree) -> str:
     return "\n".join(pieces).casefold()
 
 
-def _sheet_names(archive: zipfile.ZipFile, parts: list[_Part]) -> tuple[_SheetNames, list[str]]:
+def _sheet_names(archive: Archive, parts: list[_Part]) -> tuple[_SheetNames, list[str]]:
     """The sheets that can be renamed safely, with every part that refers to them; and why others cannot."""
     workbook = parse_part(archive, "xl/workbook.xml", "xlsx")
     sheets = list(workbook.iter(f"{{{S}}}sheet"))
@@ -298,7 +298,7 @@ def _sheet_names(archive: zipfile.ZipFile, parts: list[_Part]) -> tuple[_SheetNa
     blocked: dict[str, str] = {}
     parsed = {part.name: part.tree for part in parts}
     references: dict[str, etree._ElementTree] = {"xl/workbook.xml": workbook}
-    for name in archive.namelist():
+    for name in archive.names():
         if name == "xl/workbook.xml" or not name.endswith(".xml") or _TEXT_ONLY.fullmatch(name):
             continue
         if _COMMENTS.fullmatch(name):
@@ -341,4 +341,4 @@ def read_xlsx(data: bytes, *, sheet_names: bool = False) -> XlsxDocument:
     else:
         notes.append("Sheet names are kept (translate them with MTSERVE_FILES_XLSX_SHEET_NAMES=true).")
     notes.append("Text inside charts, headers and footers, and cached formula results is not translated.")
-    return XlsxDocument(data, parts, names, notes)
+    return XlsxDocument(archive, parts, names, notes)

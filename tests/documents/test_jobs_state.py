@@ -23,13 +23,13 @@ TIMEOUT = 30
 
 def slow_parse(monkeypatch, delay_s: float) -> None:
     """Make every upload's parse take ``delay_s`` (in its worker thread, as a big file's would)."""
-    real = jobs_module.read_document
+    real = jobs_module.parse_document
 
-    def read_slowly(*args, **kwargs):
-        time.sleep(delay_s)
-        return real(*args, **kwargs)
+    async def read_slowly(*args, **kwargs):
+        await asyncio.sleep(delay_s)
+        return await real(*args, **kwargs)
 
-    monkeypatch.setattr(jobs_module, "read_document", read_slowly)
+    monkeypatch.setattr(jobs_module, "parse_document", read_slowly)
 
 
 # --- files_queue holds under concurrent uploads (issue 14, defect 6) ------------------------------
