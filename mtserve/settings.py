@@ -274,11 +274,11 @@ class Settings(BaseSettings):
         "(RLIMIT_AS above the worker's start-up size); past it the upload gets 413.",
     )
     files_parse_cpu_s: float = Field(
-        30.0, description="CPU seconds a document parse or render may use in its worker; past it 413."
+        30.0, description="CPU seconds a document parse may use in its worker (a render: twice); past it 413."
     )
     files_parse_timeout_s: float = Field(
-        60.0, description="Wall-clock seconds a document parse or render may take; past it the worker is "
-        "killed and the upload gets 413.",
+        60.0, description="Wall-clock seconds a document parse may take (a render: twice); past it the "
+        "worker is killed and the upload gets 413.",
     )
     files_ttl_s: float = Field(
         3600.0, description="Seconds an uploaded document and its translation are kept before deletion."

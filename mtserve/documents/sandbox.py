@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import dataclasses
 import logging
 import math
 import os
@@ -46,10 +47,11 @@ from mtserve.documents.registry import FORMATS, Format, ReadOptions, format_for,
 log = logging.getLogger(__name__)
 
 MB = 1_000_000
+RENDER_FACTOR = 2  # a render's CPU and time budget, in parse budgets
 RECYCLE_RSS_BYTES = 256 * 2**20  # a worker left this large after a request is replaced, not kept warm
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class WorkerLimits:
     """What one parse or render may cost in its worker."""
 
@@ -63,7 +65,7 @@ class WorkerLimits:
                    timeout_s=settings.files_parse_timeout_s)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Request:
     kind: str  # "read", "render" or "ping"
     filename: str
@@ -359,8 +361,13 @@ class SandboxedDocument(Document):
     def _render_request(self, translations: list[str], target: str) -> _Request:
         self.check(translations)
         request = self._request
+        # A render parses again and then writes the file: it gets twice the CPU and time a parse does
+        # (a 1,000-page PDF set back in place takes about 25 s here), and fails only after the
+        # whole document was translated, so it should not be the one to hit the limit.
+        budget = dataclasses.replace(request.budget, cpu_s=request.budget.cpu_s * RENDER_FACTOR,
+                                     timeout_s=request.budget.timeout_s * RENDER_FACTOR)
         return _Request("render", request.filename, request.data, request.formats, request.limits,
-                        request.budget, tuple(translations), target, request.options)
+                        budget, tuple(translations), target, request.options)
 
     def _rendered(self, reply: tuple, request: _Request) -> Output:
         output, notes = _answer(reply, request)
