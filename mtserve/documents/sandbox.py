@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import field
 from multiprocessing.connection import Connection
 from pathlib import PurePath
 
