@@ -195,11 +195,11 @@ class PieceText:
     def render(self, translations: list[str], escape=None) -> str:
         out = [p.text for p in self.pieces]
         for i, translation in zip(self.indexes, translations):
-            out[i] = _keep_edges(self.pieces[i].text, escape(translation) if escape else translation)
+            out[i] = keep_edges(self.pieces[i].text, escape(translation) if escape else translation)
         return "".join(out)
 
 
-def _keep_edges(source: str, translation: str) -> str:
+def keep_edges(source: str, translation: str) -> str:
     """The source's leading and trailing whitespace around the translation."""
     core = translation.strip()
     if not core:
@@ -207,10 +207,6 @@ def _keep_edges(source: str, translation: str) -> str:
     lead = source[: len(source) - len(source.lstrip())]
     trail = source[len(source.rstrip()):]
     return lead + core + trail
-
-
-def keep_edges(source: str, translation: str) -> str:
-    return _keep_edges(source, translation)
 
 
 class Segments:
@@ -229,5 +225,3 @@ class Segments:
         self.items.extend(texts)
         return range(start, len(self.items))
 
-    def end_section(self, label: str) -> None:
-        self.sections.append((label, len(self.items)))

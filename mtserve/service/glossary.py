@@ -44,7 +44,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterator, Mapping
 
 MAX_TERM_CHARS = 200
 MAX_NAME_CHARS = 200  # DeepL allows 1,024 bytes
@@ -540,7 +540,3 @@ def merge(*layers: Mapping[str, str] | None) -> dict[str, str]:
         if layer:
             merged.update(layer)
     return merged
-
-
-def terms_for_prompt(entries: Mapping[str, str]) -> Iterable[tuple[str, str]]:
-    return sorted(entries.items(), key=lambda kv: (-len(kv[0]), kv[0]))
