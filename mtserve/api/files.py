@@ -11,6 +11,7 @@ work itself lives in ``mtserve.documents``; these routes only parse and map.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -90,8 +91,27 @@ def _download_url(request: Request, job: Job) -> str | None:
     return str(request.url_for("download_file", name=job.result_name))
 
 
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
+
+
 def job_json(request: Request, job: Job) -> dict[str, Any]:
-    body = job.snapshot(jobs_of(request).ttl_s)
+    """A job in the /jobs API's shape (camelCase, as LibreTranslate's fields are)."""
+    body: dict[str, Any] = {
+        "id": job.id, "status": job.status.value, "filename": job.filename, "format": job.format,
+        "source": job.source, "target": job.target, "done": job.done, "total": job.total,
+        "progress": round(job.done / job.total, 4) if job.total else 1.0, "section": job.section,
+        "notes": job.notes, "createdAt": _iso(job.created_at),
+    }
+    if job.detected is not None:
+        body["detectedLanguage"] = {"language": job.detected.language, "confidence": job.detected.confidence}
+    if job.error:
+        body["error"] = job.error
+    if job.result_filename:
+        body["resultFilename"] = job.result_filename
+    if job.finished_at is not None:
+        body["finishedAt"] = _iso(job.finished_at)
+        body["expiresAt"] = _iso(job.finished_at + jobs_of(request).ttl_s)
     body["translatedFileUrl"] = _download_url(request, job)
     return body
 

@@ -36,7 +36,6 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
@@ -122,38 +121,6 @@ class Job:
                    notes=list(row["notes"] or []), created_at=row["created_at"],
                    finished_at=row["finished_at"], upload=row["upload"], version=row["version"],
                    chars=row.get("chars") or 0)
-
-    def snapshot(self, ttl_s: float) -> dict:
-        """The job as the API shows it."""
-        body: dict = {
-            "id": self.id,
-            "status": self.status.value,
-            "filename": self.filename,
-            "format": self.format,
-            "source": self.source,
-            "target": self.target,
-            "done": self.done,
-            "total": self.total,
-            "progress": round(self.done / self.total, 4) if self.total else 1.0,
-            "section": self.section,
-            "notes": self.notes,
-            "createdAt": _iso(self.created_at),
-        }
-        if self.detected is not None:
-            body["detectedLanguage"] = {"language": self.detected.language,
-                                        "confidence": self.detected.confidence}
-        if self.error:
-            body["error"] = self.error
-        if self.result_filename:
-            body["resultFilename"] = self.result_filename
-        if self.finished_at is not None:
-            body["finishedAt"] = _iso(self.finished_at)
-            body["expiresAt"] = _iso(self.finished_at + ttl_s)
-        return body
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
 
 
 def _slug(stem: str) -> str:
