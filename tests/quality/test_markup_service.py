@@ -271,9 +271,10 @@ def test_the_transfer_grammar_allows_only_the_translation_and_the_tags(tmp_path)
     body = _llamacpp(tmp_path).build_request(TranslationRequest(
         "我喜欢<b1>猫</b1><x2/>。", "zh", "en", markup=True, transfer="I like cats."))
     rules = dict(line.split(" ::= ", 1) for line in body["grammar"].splitlines())
-    assert rules["root"] == "s0x0"
-    assert rules["s0x0"] == '"<b1>" s0x1 | "<x2/>" s0x4 | "I" s1x0'  # </b1> only after <b1>
-    assert rules["s6x7"] == '""'  # the end: every chunk of the translation, every tag once
-    assert "s6x3" in rules and '"<x2/>" s6x7' in rules["s6x3"]  # a tag may come after the last word
-    assert all(state[1:].split("x")[0].isdigit() for state in rules if state != "root")
+    assert rules["root"] == "s0x0p0"
+    assert rules["s0x0p0"] == '"<b1>" s0x1p1 | "<x2/>" s0x4p0 | "I" s1x0p0'  # </b1> only after <b1>
+    assert rules["s0x1p1"] == '"<x2/>" s0x5p1 | "I" s1x1p0'  # and only once a word is inside
+    assert rules["s6x7p0"] == '""'  # the end: every chunk of the translation, every tag once
+    assert '"<x2/>" s6x7p0' in rules["s6x3p0"]  # a void tag may come after the last word
+    assert "s5x0p0" not in rules  # past the last word with <b1> unplaced: no way to give it a word
     assert body["messages"][-1]["content"] == "Sentence: 我喜欢<b1>猫</b1><x2/>。\nTranslation: I like cats."
