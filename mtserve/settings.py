@@ -172,7 +172,7 @@ class Settings(BaseSettings):
         "on the guardrails' retry (retry).",
     )
     markup_mode: Literal["context", "transfer"] = Field(
-        "context",
+        "transfer",
         description="A sentence with inline tags, on an LLM: translated with its tags in the prompt "
         "(context), or translated without them and the tags then put into that translation by a "
         "second, grammar-constrained request (transfer). Measured in QUALITY.md.",

@@ -286,6 +286,9 @@ def edge_errors(item: MarkupItem, output: str, plain_output: str, target: str) -
             # glued only where the source had a space (or a CJK boundary) at this tag
             if _source_spaced_at(item.source, match.group()):
                 errors.append(f"glued at {match.group()}")
+        elif _empty_element(output, match) and before and after and (
+                (before[-1].isspace() and after[0].isalnum()) or (before[-1].isalnum() and after[0].isspace())):
+            errors.append(f"glued at {match.group()}")  # an image or placeholder touching a word
         if not unspaced and not match.group(1) and not match.group(3):
             word = re.match(r"[^\W\d_]+", after)
             stem = before.rstrip()
@@ -294,6 +297,15 @@ def edge_errors(item: MarkupItem, output: str, plain_output: str, target: str) -
                     and not re.search(rf"(?<![.!?]\s)(?<!^)\b{re.escape(word.group())}\b", plain_output.strip()):
                 errors.append(f"capital after {match.group()}: {word.group()}")
     return errors
+
+
+def _empty_element(output: str, match: re.Match[str]) -> bool:
+    """A void element, or an element with nothing inside (``<x id="0"></x>``), seen at its last tag."""
+    if match.group(3) or match.group(2).lower() in _VOID:
+        return not match.group(1)
+    if match.group(1):  # an end tag right after its own start tag
+        return bool(re.search(rf"<{re.escape(match.group(2))}\b[^<>]*>\Z", output[:match.start()]))
+    return False
 
 
 def _source_spaced_at(source: str, tag: str) -> bool:

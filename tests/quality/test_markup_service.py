@@ -1,5 +1,8 @@
 """Markup in the service, with a scripted engine: a segment keeps its tags and placeholders, a
-broken translation is retried and then placed by the fallback, and spacing at tag edges is fixed."""
+broken translation is retried and then placed by the fallback, and spacing at tag edges is fixed.
+
+Most tests run markup_mode "context" (the sentence goes to the engine with its tags), whose
+retry and fallback they follow step by step; the "transfer" tests (the default) are marked so."""
 
 from __future__ import annotations
 
@@ -23,11 +26,11 @@ def table(answers: dict[str, str], strict: dict[str, str] | None = None):
     return script
 
 
-def run(engine, tmp_path, texts, source="zh", target="en", fmt="text", **kwargs):
+def run(engine, tmp_path, texts, source="zh", target="en", fmt="text", mode="context", **kwargs):
     usage = Usage()
 
     async def main():
-        async with service_for(engine, tmp_path) as service:
+        async with service_for(engine, tmp_path, markup_mode=mode) as service:
             results = await service.translate(texts, source, target, fmt, usage=usage, **kwargs)
             return service, [r.text for r in results]
 
@@ -91,7 +94,7 @@ def test_spacing_at_tag_edges_follows_the_target(tmp_path):
     }))
 
     async def main():
-        async with service_for(engine, tmp_path) as service:
+        async with service_for(engine, tmp_path, markup_mode="context") as service:
             [en] = await service.translate(["<p>点击<a href=/s>这里</a>保存。</p>"], "zh", "en", "html")
             [zh] = await service.translate(["<p>Click <b>here</b> to save.</p>"], "en", "zh", "html")
             return en.text, zh.text
@@ -149,7 +152,7 @@ def test_streaming_shows_no_view_tags_and_ends_with_the_final_html(tmp_path):
     engine = ScriptedEngine(table({"我喜欢<b1>猫</b1>。": "I like <b1>cats</b1>."}))
 
     async def main():
-        async with service_for(engine, tmp_path) as service:
+        async with service_for(engine, tmp_path, markup_mode="context") as service:
             return [e async for e in service.stream("<p>我喜欢<b>猫</b>。</p>", "zh", "en", "html")]
 
     events = asyncio.run(main())
