@@ -202,7 +202,7 @@ class Settings(BaseSettings):
         "memory once the operator accepts them (`mtserve tm accept`)."
     )
     markup_mode: Literal["context", "transfer"] = Field(
-        "context",
+        "transfer",
         description="A sentence with inline tags, on an LLM: translated with its tags in the prompt "
         "(context), or translated without them and the tags then put into that translation by a "
         "second, grammar-constrained request (transfer). Measured in QUALITY.md.",

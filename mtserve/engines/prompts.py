@@ -302,13 +302,15 @@ def markup_grammar(text: str, excluded_ranges: str = "") -> str | None:
 
 
 TRANSFER_STATES = 60  # tag subsets the transfer grammar tracks; past it the tags keep the source's order
+TRANSFER_RULES = 4000  # past this many rules, a tag's content need not hold a word
 
 
 def transfer_grammar(text: str, translation: str) -> str | None:
     """A GBNF grammar whose sentences are ``translation`` exactly, with every tag of ``text``
-    inserted once at boundaries between words, spaces and punctuation, each opening before its
-    closing. The rules track which tags are placed: (chunk, placed tags) states while that stays
-    small (any order), else the tags in the source's order. Nesting is left to the check."""
+    inserted once at boundaries between words, spaces and punctuation: each opening before its
+    closing, with a word between them. The rules are states (chunks done, tags placed, tags opened
+    with no word since): any order while the tag subsets stay few, else the source's order.
+    Nesting is left to the check."""
     from mtserve.text import markup
 
     try:
@@ -324,40 +326,70 @@ def transfer_grammar(text: str, translation: str) -> str | None:
         else:
             tokens.append((markup.open_tag(element.name, id_), None))
             tokens.append((markup.close_tag(element.name, id_), len(tokens) - 1))
+    opens = {before for _, before in tokens if before is not None}
+    chunks = re.findall(r"\s+|[^\W_]+|.", translation, flags=re.S)
+    chunks = [piece for chunk in chunks for piece in (list(chunk) if _wide(chunk) else [chunk])]
+    pairs = len(opens)
+    in_order = 3 ** pairs * 2 ** (len(tokens) - 2 * pairs) > TRANSFER_STATES
+    for track_words in (True, False):
+        rules = _transfer_rules(tokens, opens, chunks, in_order, track_words)
+        if rules is not None:
+            return "\n".join(["root ::= s0x0p0"] + sorted(rules))
+    return None
 
+
+def _transfer_rules(tokens: list[tuple[str, int | None]], opens: set[int], chunks: list[str], in_order: bool,
+                    track_words: bool) -> list[str] | None:
     def literal(value: str) -> str:
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         return f'"{escaped}"'
 
-    chunks = re.findall(r"\s+|[^\W_]+|.", translation, flags=re.S)
-    chunks = [piece for chunk in chunks for piece in (list(chunk) if _wide(chunk) else [chunk])]
     full = (1 << len(tokens)) - 1
-    reachable = 3 ** sum(1 for _, before in tokens if before is not None) * 2 ** sum(
-        1 for k, (_, before) in enumerate(tokens) if before is None and not any(b == k for _, b in tokens))
-    in_order = reachable > TRANSFER_STATES
-    rules: list[str] = []
-    seen: set[tuple[int, int]] = set()
-    pending = [(0, 0)]
+    words = [bool(re.search(r"[^\W_]", chunk)) for chunk in chunks]
+    edges: dict[tuple[int, int, int], list[tuple[str, tuple[int, int, int] | None]]] = {}
+    pending = [(0, 0, 0)]  # (chunks done, tags placed, opened tags with no word since)
     while pending:
-        i, mask = pending.pop()
-        if (i, mask) in seen:
+        state = pending.pop()
+        if state in edges:
             continue
-        seen.add((i, mask))
-        alternatives = []
+        if len(edges) > TRANSFER_RULES:
+            return None
+        i, mask, empty = state
+        out: list[tuple[str, tuple[int, int, int] | None]] = []
         for k, (tag, before) in enumerate(tokens):
             if mask >> k & 1 or (before is not None and not mask >> before & 1):
                 continue
+            if before is not None and empty >> before & 1:
+                continue  # no closing right after its opening: a tag holds a word
             if in_order and mask != (1 << k) - 1:
                 continue
-            alternatives.append(f"{literal(tag)} s{i}x{mask | 1 << k}")
-            pending.append((i, mask | 1 << k))
+            after = (i, mask | 1 << k, empty | (1 << k if track_words and k in opens else 0))
+            out.append((literal(tag), after))
+            pending.append(after)
         if i < len(chunks):
-            alternatives.append(f"{literal(chunks[i])} s{i + 1}x{mask}")
-            pending.append((i + 1, mask))
+            after = (i + 1, mask, 0 if words[i] else empty)
+            out.append((literal(chunks[i]), after))
+            pending.append(after)
         elif mask == full:
-            alternatives.append('""')
-        rules.append(f"s{i}x{mask} ::= " + (" | ".join(alternatives) if alternatives else '""'))
-    return "\n".join(["root ::= s0x0"] + sorted(rules))
+            out.append(('""', None))
+        edges[state] = out
+    live = {state for state, out in edges.items() if any(target is None for _, target in out)}
+    changed = True
+    while changed:  # the states from which the whole translation, every tag placed, can still follow
+        changed = False
+        for state, out in edges.items():
+            if state not in live and any(target in live for _, target in out):
+                live.add(state)
+                changed = True
+    if (0, 0, 0) not in live:
+        return None
+
+    def name(state: tuple[int, int, int]) -> str:
+        return f"s{state[0]}x{state[1]}p{state[2]}"
+
+    return [f"{name(state)} ::= " + " | ".join(f"{lit} {name(target)}" if target else lit
+                                                for lit, target in out if target is None or target in live)
+            for state, out in edges.items() if state in live]
 
 
 def _wide(chunk: str) -> bool:

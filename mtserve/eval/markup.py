@@ -17,6 +17,10 @@ prompt's examples (HSK dev) never meet the test split. Four figures:
   space at a tag between two Chinese or Japanese characters, or a capital right
   after an opening tag in mid-sentence that the tag-free translation does not have;
 - **fallbacks**: outputs whose tags the fallback placed (in-process targets only).
+
+And one more, to tell the ways of placing tags apart: **placement**, the share of tags around a
+single HSK word whose content in the output shares a word with that word's dictionary gloss
+(the package's ``gloss_en``); a proxy, since a good translation may use another word.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class MarkupItem:
     source: str
     plain: str  # the sentence without markup, for the markup cost; "" where it has no such twin
     reference: str
+    # (a tag as written, the dictionary gloss of the one word it wraps): is the tag on its words?
+    glosses: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -67,8 +73,10 @@ class MarkupSet:
 
 
 # --- building the set ---------------------------------------------------------------------------
-def _wrap(words: list[tuple[int, int]], text: str, rng: random.Random, closed: bool) -> str:
-    """``text`` with one or two of its words in inline tags, sometimes nested."""
+def _wrap(words: list[tuple[int, int]], text: str, rng: random.Random, closed: bool,
+          wrapped: list[tuple[str, tuple[int, int]]] | None = None) -> str:
+    """``text`` with one or two of its words in inline tags, sometimes nested; ``wrapped`` gets
+    (opening tag, the word's span) for each word wrapped alone."""
     chosen = sorted(rng.sample(words, min(len(words), 2 if rng.random() < 0.4 else 1)))
     if len(chosen) == 2 and chosen[1][0] <= chosen[0][1] + (0 if closed else 1):
         chosen = chosen[:1]  # adjacent words: one tag
@@ -76,6 +84,8 @@ def _wrap(words: list[tuple[int, int]], text: str, rng: random.Random, closed: b
     for k, (start, end) in enumerate(chosen):
         opening, closing = rng.choice(TAGS)
         inserts += [(start, 1, opening), (end, -2, closing)]
+        if wrapped is not None:
+            wrapped.append((opening, (start, end)))
     if len(chosen) == 1 and rng.random() < 0.2:  # a nested tag: an outer one around the word and its neighbour
         start, end = chosen[0]
         later = [w for w in words if w[0] >= end]
@@ -99,7 +109,8 @@ def _xml(words: list[tuple[int, int]], text: str, rng: random.Random) -> str:
     return "".join(out) + text[position:]
 
 
-def _zh_words(record: dict) -> list[tuple[int, int, str]]:
+def _zh_words(record: dict) -> list[tuple[int, int, str, str]]:
+    """(start, end, word, its English gloss) for each token of the sentence."""
     text = record["chinese"]
     found, cursor = [], 0
     for token in record.get("tokens", []):
@@ -107,25 +118,25 @@ def _zh_words(record: dict) -> list[tuple[int, int, str]]:
         at = text.find(word, cursor)
         if at < 0:
             continue
-        found.append((at, at + len(word), word))
+        found.append((at, at + len(word), word, token.get("gloss_en", "")))
         cursor = at + len(word)
     return found
 
 
-def _zh_placeholders(text: str, words: list[tuple[int, int, str]], rng: random.Random) -> tuple[str, str]:
+def _zh_placeholders(text: str, words: list[tuple[int, int, str, str]], rng: random.Random) -> tuple[str, str]:
     numbers = [w for w in words if ZH_NUMERAL.fullmatch(w[2])]
     people = [w for w in words if w[2] in ZH_PEOPLE]
     if numbers and rng.random() < 0.5:
-        start, end, _ = rng.choice(numbers)
+        start, end = rng.choice(numbers)[:2]
         return text[:start] + rng.choice(("%d", "{0}", "{count}")) + text[end:], "placeholders"
     if people:
-        start, end, _ = rng.choice(people)
+        start, end = rng.choice(people)[:2]
         return text[:start] + rng.choice(("%s", "%1$s", "{name}", "%(name)s")) + text[end:], "placeholders"
     return rng.choice(("%s，", "{name}，", "{{ user }}，")) + text, "placeholders"
 
 
-def _zh_icu(text: str, words: list[tuple[int, int, str]], rng: random.Random) -> str | None:
-    for k, (start, end, word) in enumerate(words):
+def _zh_icu(text: str, words: list[tuple[int, int, str, str]], rng: random.Random) -> str | None:
+    for k, (start, end, word, _) in enumerate(words):
         if ZH_NUMERAL.fullmatch(word) and k + 1 < len(words) and words[k + 1][0] == end:
             unit_end = words[k + 2][1] if k + 2 < len(words) and words[k + 2][0] == words[k + 1][1] \
                 and not ZH_NUMERAL.fullmatch(words[k + 2][2]) else words[k + 1][1]
@@ -151,11 +162,16 @@ def build_hsk(split: str) -> list[MarkupItem]:
         text, reference = record["chinese"].strip(), record["translation"]["en"].strip()
         rng = random.Random(f"markup:{record['id']}")
         words = [w for w in _zh_words(record) if re.fullmatch(r"[\u4e00-\u9fff]+", w[2])]
-        content = [(s, e) for s, e, w in words if w not in ZH_FUNCTION_WORDS]
+        content = [(s, e) for s, e, w, _ in words if w not in ZH_FUNCTION_WORDS]
+        gloss_of = {(s, e): g for s, e, _, g in words}
         roll = rng.random()
         if roll < 0.55 and content:
-            items.append(MarkupItem(f"{record['id']}:tags", "tags", "html", _wrap(content, text, rng, True),
-                                    text, reference))
+            wrapped: list[tuple[str, tuple[int, int]]] = []
+            source = _wrap(content, text, rng, True, wrapped)
+            openings = [opening for opening, _ in wrapped]
+            glosses = tuple((opening, gloss_of.get(span, "")) for opening, span in wrapped
+                            if openings.count(opening) == 1 and source.count(opening) == 1)
+            items.append(MarkupItem(f"{record['id']}:tags", "tags", "html", source, text, reference, glosses))
         elif roll < 0.7 and content:
             items.append(MarkupItem(f"{record['id']}:xml", "xml", "xml", _xml(content, text, rng), text,
                                     reference))
@@ -270,6 +286,9 @@ def edge_errors(item: MarkupItem, output: str, plain_output: str, target: str) -
             # glued only where the source had a space (or a CJK boundary) at this tag
             if _source_spaced_at(item.source, match.group()):
                 errors.append(f"glued at {match.group()}")
+        elif _empty_element(output, match) and before and after and (
+                (before[-1].isspace() and after[0].isalnum()) or (before[-1].isalnum() and after[0].isspace())):
+            errors.append(f"glued at {match.group()}")  # an image or placeholder touching a word
         if not unspaced and not match.group(1) and not match.group(3):
             word = re.match(r"[^\W\d_]+", after)
             stem = before.rstrip()
@@ -280,12 +299,42 @@ def edge_errors(item: MarkupItem, output: str, plain_output: str, target: str) -
     return errors
 
 
+def _empty_element(output: str, match: re.Match[str]) -> bool:
+    """A void element, or an element with nothing inside (``<x id="0"></x>``), seen at its last tag."""
+    if match.group(3) or match.group(2).lower() in _VOID:
+        return not match.group(1)
+    if match.group(1):  # an end tag right after its own start tag
+        return bool(re.search(rf"<{re.escape(match.group(2))}\b[^<>]*>\Z", output[:match.start()]))
+    return False
+
+
 def _source_spaced_at(source: str, tag: str) -> bool:
     at = source.find(tag)
     if at < 0:
         return True
     before, after = strip_html(source[:at]), strip_html(source[at + len(tag):])
     return not (before[-1:].isalnum() and after[:1].isalnum() and not markup.is_cjk(before[-1]))
+
+
+_GLOSS_NOISE = {"to", "a", "an", "the", "of", "or", "and", "sb", "sth", "one", "be", "in", "on", "for",
+                "etc", "form", "bound", "surname", "used", "as", "cl", "classifier"}
+
+
+def placements(item: MarkupItem, output: str) -> list[bool]:
+    """For each tag that wraps one word with a dictionary gloss: does the tag's content in the
+    output share a word (by its first four letters) with the gloss?"""
+    found = []
+    for opening, gloss in item.glosses:
+        gloss_words = {w[:4] for w in re.findall(r"[a-z]+", gloss.lower()) if w not in _GLOSS_NOISE and len(w) > 1}
+        if not gloss_words or output.count(opening) != 1:
+            continue
+        name = re.match(r"<([a-z]+)", opening).group(1)
+        after = output[output.index(opening) + len(opening):]
+        close = after.find(f"</{name}>")
+        content = strip_html(after[:close] if close >= 0 else after).lower()
+        words = {w[:4] for w in re.findall(r"[a-z]+", content)}
+        found.append(bool(words & gloss_words))
+    return found
 
 
 @dataclass
@@ -299,6 +348,7 @@ class ItemResult:
     edge_errors: list[str]
     retries: int | None
     fallbacks: int | None
+    placed: list[bool] = field(default_factory=list)  # per gloss-checked tag: on its words
 
 
 @dataclass
@@ -315,6 +365,7 @@ class MarkupReport:
     fallback_percent: float | None
     retries: int | None
     edge_errors: int
+    placement: float | None  # percent of gloss-checked tags whose content matches the word's gloss
     markup_cost: float | None  # 100 - chrF(stripped output, tag-free translation), tag items
     chrf_tagged: float | None  # chrF against the references: tagged outputs, stripped
     chrf_plain: float | None  # ... and the tag-free translations
@@ -332,6 +383,8 @@ class MarkupReport:
             f"retries {self.retries if self.retries is not None else 'n/a'}",
             f"  markup cost {cost} chrF (chrF vs reference: tagged {self.chrf_tagged}, plain {self.chrf_plain})"
             f"   edge errors {self.edge_errors}   {self.elapsed_s:.0f} s",
+            "  tags on their words (gloss match) "
+            + ("n/a" if self.placement is None else f"{self.placement:.1f}%"),
         ]
         broken = [i for i in self.items if not i.intact or i.edge_errors]
         for item in broken[:12]:
@@ -377,7 +430,7 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         return ItemResult(item.id, item.group, item.source, output, plain_output, intact(item, output),
                           edge_errors(item, output, plain_output, mset.target_lang),
                           None if usage is None else usage.markup_retries,
-                          None if usage is None else usage.markup_fallbacks)
+                          None if usage is None else usage.markup_fallbacks, placements(item, output))
 
     try:
         results = list(await asyncio.gather(*(one(item) for item in mset.items)))
@@ -398,6 +451,7 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         cost = round(100 - scorer.corpus(stripped, plains).chrf, 2)
         chrf_tagged, chrf_plain = scorer.corpus(stripped, refs).chrf, scorer.corpus(plains, refs).chrf
     known = [r for r in results if r.fallbacks is not None]
+    placed = [p for r in results for p in r.placed]
     fallbacks = sum(bool(r.fallbacks) for r in known) if known else None
     return MarkupReport(
         dataset=mset.name, source=mset.source_lang, target=mset.target_lang, split=mset.split, system=system,
@@ -407,6 +461,7 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         fallback_percent=None if fallbacks is None else round(100 * fallbacks / max(1, len(known)), 1),
         retries=sum(bool(r.retries) for r in known) if known else None,
         edge_errors=sum(len(r.edge_errors) for r in results), markup_cost=cost,
+        placement=round(100 * sum(placed) / len(placed), 1) if placed else None,
         chrf_tagged=chrf_tagged, chrf_plain=chrf_plain, elapsed_s=round(elapsed, 1), notes=notes,
         items=results,
     )

@@ -317,8 +317,15 @@ def fix_edges(source: str, output: str, target: str) -> str:
                     parts[j] = Token("text", right)
             out.append("".join(t.text for t in run))
         else:
-            glued = bool(before) and bool(after) and _word_char(before[-1]) and _word_char(after[0])
-            if glued and not _glued_in(source, {t.id for t in run}):
+            ids = {t.id for t in run}
+            left, right = before[-1:], after[:1]
+            glued = bool(left) and bool(right) and _word_char(left) and _word_char(right)
+            if all(t.kind == "void" for t in run) and left and right and not glued \
+                    and ((left.isspace() and _word_char(right)) or (_word_char(left) and right.isspace())):
+                # a void tag (an image, a placeholder) touching a word on one side only: a space there
+                spaced = "".join(t.text for t in run)
+                out.append(spaced + " " if left.isspace() else " " + spaced)
+            elif glued and not _glued_in(source, ids):
                 out.append(_spaced_run(run))
             else:
                 out.append("".join(t.text for t in run))

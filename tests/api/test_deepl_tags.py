@@ -19,7 +19,7 @@ def deepl(url, text, **fields):
 def test_ignored_placeholder_tags_come_back_byte_identical_in_place():
     answers = {"请点击<x1/>保存您的更改。": "Please click <x1/> to save your changes."}
     engine = ScriptedEngine(lambda r: answers.get(r.text))
-    with serve(engine) as url:
+    with serve(engine, markup_mode="context") as url:
         r = deepl(url, '请点击<x id="0"></x>保存您的更改。', tag_handling="xml", ignore_tags="x")
     assert r.status_code == 200, r.text
     assert r.json()["translations"][0]["text"] == 'Please click <x id="0"></x> to save your changes.'
@@ -35,7 +35,7 @@ def test_outline_detection_splitting_and_non_splitting_tags():
 
     engine = ScriptedEngine(script)
     xml = "<doc><par>公司说它一直在</par><par>进行内部调查。</par></doc>"
-    with serve(engine) as url:
+    with serve(engine, markup_mode="context") as url:
         detected = deepl(url, xml, tag_handling="xml")
         joined = deepl(url, xml, tag_handling="xml", non_splitting_tags="par")
         manual = deepl(url, "<t>标题</t><s>一句<b>话</b>。</s>", tag_handling="xml", outline_detection="0",

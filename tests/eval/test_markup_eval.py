@@ -60,6 +60,10 @@ def test_edge_errors_are_glued_words_spaces_in_cjk_and_capitals_after_a_tag():
     assert edge_errors(item, "Click <a>Here</a> to save.", "Click here to save.", "en") == [
         "capital after <a>: Here"]
     assert edge_errors(item, "Visit <a>Shanghai</a> now.", "Visit Shanghai now.", "en") == []  # a name
+    xml = MarkupItem("c", "xml", "xml", '这条<x id="0"></x>路封闭了。', "这条路封闭了。", "")
+    assert edge_errors(xml, 'The <x id="0"></x>road is closed.', "The road is closed.", "en") == [
+        "glued at </x>"]
+    assert edge_errors(xml, 'The <x id="0"></x> road is closed.', "The road is closed.", "en") == []
     english = MarkupItem("b", "tags", "html", "Click <b>here</b>.", "Click here.", "")
     assert edge_errors(english, "请点击 <b>这里</b>。", "请点击这里。", "ja") == ["space at <b>"]
 
@@ -76,7 +80,7 @@ def test_a_run_reports_integrity_fallbacks_cost_and_edges(tmp_path):
     items = [MarkupItem("1", "tags", "html", "我喜欢<b>猫</b>。", "我喜欢猫。", "I like cats."),
              MarkupItem("2", "tags", "html", "他<i>昨天</i>来了。", "他昨天来了。", "He came yesterday."),
              MarkupItem("3", "placeholders", "text", "%s，你好。", "", "Hello, %s.")]
-    target = InProcessTarget(Settings(home=tmp_path), engine=engine)
+    target = InProcessTarget(Settings(home=tmp_path, markup_mode="context"), engine=engine)
     report = asyncio.run(evaluate_markup(MarkupSet("m", "zh", "en", "dev", items), target))
     assert report.n == 3 and report.integrity == 100.0
     assert report.fallbacks == 1 and report.retries == 1 and report.fallback_percent == pytest.approx(33.3)

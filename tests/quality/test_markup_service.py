@@ -1,5 +1,8 @@
 """Markup in the service, with a scripted engine: a segment keeps its tags and placeholders, a
-broken translation is retried and then placed by the fallback, and spacing at tag edges is fixed."""
+broken translation is retried and then placed by the fallback, and spacing at tag edges is fixed.
+
+Most tests run markup_mode "context" (the sentence goes to the engine with its tags), whose
+retry and fallback they follow step by step; the "transfer" tests (the default) are marked so."""
 
 from __future__ import annotations
 
@@ -23,11 +26,11 @@ def table(answers: dict[str, str], strict: dict[str, str] | None = None):
     return script
 
 
-def run(engine, tmp_path, texts, source="zh", target="en", fmt="text", **kwargs):
+def run(engine, tmp_path, texts, source="zh", target="en", fmt="text", mode="context", **kwargs):
     usage = Usage()
 
     async def main():
-        async with service_for(engine, tmp_path) as service:
+        async with service_for(engine, tmp_path, markup_mode=mode) as service:
             results = await service.translate(texts, source, target, fmt, usage=usage, **kwargs)
             return service, [r.text for r in results]
 
@@ -91,7 +94,7 @@ def test_spacing_at_tag_edges_follows_the_target(tmp_path):
     }))
 
     async def main():
-        async with service_for(engine, tmp_path) as service:
+        async with service_for(engine, tmp_path, markup_mode="context") as service:
             [en] = await service.translate(["<p>点击<a href=/s>这里</a>保存。</p>"], "zh", "en", "html")
             [zh] = await service.translate(["<p>Click <b>here</b> to save.</p>"], "en", "zh", "html")
             return en.text, zh.text
@@ -149,7 +152,7 @@ def test_streaming_shows_no_view_tags_and_ends_with_the_final_html(tmp_path):
     engine = ScriptedEngine(table({"我喜欢<b1>猫</b1>。": "I like <b1>cats</b1>."}))
 
     async def main():
-        async with service_for(engine, tmp_path) as service:
+        async with service_for(engine, tmp_path, markup_mode="context") as service:
             return [e async for e in service.stream("<p>我喜欢<b>猫</b>。</p>", "zh", "en", "html")]
 
     events = asyncio.run(main())
@@ -271,9 +274,10 @@ def test_the_transfer_grammar_allows_only_the_translation_and_the_tags(tmp_path)
     body = _llamacpp(tmp_path).build_request(TranslationRequest(
         "我喜欢<b1>猫</b1><x2/>。", "zh", "en", markup=True, transfer="I like cats."))
     rules = dict(line.split(" ::= ", 1) for line in body["grammar"].splitlines())
-    assert rules["root"] == "s0x0"
-    assert rules["s0x0"] == '"<b1>" s0x1 | "<x2/>" s0x4 | "I" s1x0'  # </b1> only after <b1>
-    assert rules["s6x7"] == '""'  # the end: every chunk of the translation, every tag once
-    assert "s6x3" in rules and '"<x2/>" s6x7' in rules["s6x3"]  # a tag may come after the last word
-    assert all(state[1:].split("x")[0].isdigit() for state in rules if state != "root")
+    assert rules["root"] == "s0x0p0"
+    assert rules["s0x0p0"] == '"<b1>" s0x1p1 | "<x2/>" s0x4p0 | "I" s1x0p0'  # </b1> only after <b1>
+    assert rules["s0x1p1"] == '"<x2/>" s0x5p1 | "I" s1x1p0'  # and only once a word is inside
+    assert rules["s6x7p0"] == '""'  # the end: every chunk of the translation, every tag once
+    assert '"<x2/>" s6x7p0' in rules["s6x3p0"]  # a void tag may come after the last word
+    assert "s5x0p0" not in rules  # past the last word with <b1> unplaced: no way to give it a word
     assert body["messages"][-1]["content"] == "Sentence: 我喜欢<b1>猫</b1><x2/>。\nTranslation: I like cats."

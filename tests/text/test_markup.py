@@ -47,6 +47,8 @@ def test_placeholders_that_come_back_pass() -> None:
     ("我喜欢<b1>猫</b1>。", "I like<b1>cats </b1>.", "en", "I like <b1>cats</b1>."),
     ("点击<a1>这里</a1>保存。", "Click<a1>here</a1>to save.", "en", "Click <a1>here</a1> to save."),
     ("请点击<x1/>保存。", "Please click<x1/>to save.", "en", "Please click <x1/> to save."),
+    ("这条<x1/>路封闭了。", "The <x1/>road is closed.", "en", "The <x1/> road is closed."),
+    ("<x1/>请点击保存。", "<x1/>Please click save.", "en", "<x1/>Please click save."),
     # no space at a tag between Chinese or Japanese characters
     ("I like <b1>cats</b1>.", "我喜欢 <b1> 猫 </b1> 。", "zh", "我喜欢<b1>猫</b1>。"),
     ("Press <b1>Start</b1> now.", "今すぐ <b1>スタート</b1> を押してください。", "ja",
