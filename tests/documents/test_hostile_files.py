@@ -18,7 +18,7 @@ import pytest
 
 from mtserve.documents import DocumentError, LimitExceeded, read_document
 from mtserve.documents.registry import FORMATS
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.documents.helpers import SwapEngine
 from tests.hostile.files import HostileFile, hostile_files
 

@@ -17,7 +17,7 @@ from mtserve.documents import sandbox as sandbox_module
 from mtserve.documents.limits import Limits
 from mtserve.documents.sandbox import SandboxedDocument, parse_document
 from mtserve.settings import Settings
-from tests.api.test_api_behaviour import serve
+from tests.servers import serve
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine
 from tests.hostile import files

@@ -173,11 +173,12 @@ def test_a_cancelled_document_job_stops_its_decode(cancel_server, pace):
     short_request_after(cancel_server)
 
 
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=False, reason=(
     "segments handed to llama.cpp beyond its slots (queue_ahead) wait in its own queue; cancelled, "
     "each still gets a full prefill before its first streamed token lets the engine say stop, so "
     "the slot stays busy for one prefill per queued segment (measured: 32 s for three long "
-    "segments on one slot, against a 19 s bound). Remove this mark when the engine drops them."))
+    "segments on one slot, against a 19 s bound). The bound is built from a measured pace, so on a "
+    "busy machine it can pass anyway: not strict. Remove this mark when the engine drops them."))
 def test_cancelled_segments_queued_inside_llama_cpp_do_not_hold_the_slot(cancel_server, pace):
     three = "".join(long_text(day) for day in ("星期五", "星期六", "周末"))  # three segments
     timeout_s = round(max(1.0, pace.first_s / 2), 1)

@@ -136,7 +136,7 @@ def test_resolve_accepts_a_local_gguf_path(tmp_path):
 
 def test_hugging_face_ids_fail_fast_with_a_clear_message(tmp_path, monkeypatch):
     # a refused connection on loopback stands for the closed network, so an open one changes nothing
-    monkeypatch.setattr("mtserve.models.store.hf_url", lambda repo, filename: f"http://127.0.0.1:9/{filename}")
+    monkeypatch.setattr("mtserve.models.store.hf_url", lambda repo, filename, endpoint=None: f"http://127.0.0.1:9/{filename}")
     store = ModelStore(tmp_path / "models", registry={})
     with pytest.raises(ModelStoreError, match="unreachable|cannot download"):
         store.resolve("tencent/HY-MT1.5-1.8B-GGUF:HY-MT1.5-1.8B-Q4_K_M.gguf")
