@@ -18,9 +18,9 @@ import pytest
 
 from mtserve.documents import DocumentError, LimitExceeded, read_document
 from mtserve.documents.registry import FORMATS
-from tests.servers import serve
 from tests.documents.helpers import SwapEngine
 from tests.hostile.files import HostileFile, hostile_files
+from tests.servers import serve
 
 CASES = hostile_files()
 TIME_BOUND_S = 30.0  # generous: a 2-core CI box; the slowest case takes a few seconds

@@ -17,10 +17,10 @@ from mtserve.documents import sandbox as sandbox_module
 from mtserve.documents.limits import Limits
 from mtserve.documents.sandbox import SandboxedDocument, parse_document
 from mtserve.settings import Settings
-from tests.servers import serve
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine
 from tests.hostile import files
+from tests.servers import serve
 
 
 def parse(filename: str, data: bytes, **settings):
