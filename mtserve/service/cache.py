@@ -7,6 +7,7 @@ paragraph, only pays for what changed.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import NamedTuple
 
@@ -21,23 +22,29 @@ class CacheKey(NamedTuple):
 
 
 class TranslationCache:
+    """Locked: long texts are planned in worker threads (translator.OFF_LOOP_CHARS) while the
+    event loop reads and writes it too."""
+
     def __init__(self, capacity: int):
         self.capacity = max(0, capacity)
         self._items: OrderedDict[CacheKey, str] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: CacheKey) -> str | None:
-        if key not in self._items:
-            return None
-        self._items.move_to_end(key)
-        return self._items[key]
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
 
     def put(self, key: CacheKey, value: str) -> None:
         if self.capacity == 0:
             return
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._items)

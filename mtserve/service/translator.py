@@ -62,6 +62,12 @@ from mtserve.text.spacing import respace_for_target
 
 log = logging.getLogger(__name__)
 
+# Text longer than this is read, cut and planned in a worker thread: CPU-bound Python there still
+# shares the GIL, but the event loop gets it back every few milliseconds, so a document of
+# megabytes cannot stall /health or the other requests. Shorter text stays on the loop, where the
+# thread hop (~0.1 ms) would cost more than the work.
+OFF_LOOP_CHARS = 4_000
+
 # text: plain (placeholders kept); html; xml (DeepL tag_handling=xml); markup: the view of
 # ``mtserve.text.markup`` (``<b1>..</b1>``, ``<x2/>``), which document formats send.
 FORMATS = ("text", "html", "xml", "markup")
@@ -206,6 +212,12 @@ class TranslationService:
             self.metrics.inputs_repaired.inc()
             log.info("mojibake repaired", extra={"event": "input_repaired", "chars": len(text)})
         return repaired
+
+    def _read_all(self, texts: list[str], source: str,
+                  target: str) -> tuple[list[str], list[tuple[str, Detection | None]]]:
+        """The texts repaired, and the source of each (detected when ``source`` is auto)."""
+        texts = [self.repair(text) for text in texts]
+        return texts, [self.resolve_source(text, source, target) for text in texts]
 
     def detect(self, text: str, limit: int = 3) -> list[Detection]:
         return self.detector.detect(self.repair(text), limit=limit)
@@ -419,8 +431,7 @@ class TranslationService:
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
-        texts = [self.repair(t) for t in texts]
-        resolved = [self.resolve_source(t, source, target) for t in texts]
+        texts, resolved = await _off_loop(sum(map(len, texts)), self._read_all, texts, source, target)
         for src, _ in resolved:
             self.check_pair(src, target)
         async with self.scheduler.ticket(timeout_s, priority) as ticket:
@@ -625,18 +636,20 @@ class TranslationService:
         temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
         tags: TagHandling | None = None, key_id: str | None = None, tm: bool = True,
     ) -> str:
-        shortcut = self._shortcut(text, source, target)
+        shortcut = await _off_loop(len(text), self._shortcut, text, source, target)
         if shortcut is not None:
             return shortcut[0]
-        plan, segments = self._prepare(text, source, target, fmt, usage, glossary, temperature, seed, tags,
-                                       key_id=key_id, tm=tm)
+        planned = Usage()  # counted apart: several texts of one request may be planned at once
+        plan, segments = await _off_loop(len(text), self._prepare, text, source, target, fmt, planned, glossary,
+                                         temperature, seed, tags, key_id, tm)
+        usage.add(planned)
         pending = [item for item in segments if item.request is not None]
         outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
         await asyncio.gather(*[
             self._complete(ticket, item, outcome, usage, target, guard=temperature == 0)
             for item, outcome in zip(pending, outcomes)
         ])
-        return plan.assemble([item.output or "" for item in segments])
+        return await _off_loop(len(text), plan.assemble, [item.output or "" for item in segments])
 
     async def _alternatives(
         self, ticket: Ticket, text: str, source: str, target: str, count: int, best: str, usage: Usage,
@@ -696,8 +709,7 @@ class TranslationService:
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
-        text = self.repair(text)
-        src, detected = self.resolve_source(text, source, target)
+        [text], [(src, detected)] = await _off_loop(len(text), self._read_all, [text], source, target)
         self.check_pair(src, target)
         final: dict = {}
         if detected is not None:
@@ -710,14 +722,17 @@ class TranslationService:
         async with self.scheduler.ticket(timeout_s) as ticket:
             if detected is not None:
                 yield StreamEvent("detected", dict(final["detectedLanguage"]))
-            shortcut = self._shortcut(text, src, target)
+            shortcut = await _off_loop(len(text), self._shortcut, text, src, target)
             if shortcut is not None:
                 answer, converted = shortcut
                 if converted:
                     yield StreamEvent("delta", {"text": answer})
                 yield StreamEvent("done", {"translatedText": answer})
                 return
-            plan, segments = self._prepare(text, src, target, fmt, usage, glossary, key_id=key_id, tm=tm)
+            planned = Usage()
+            plan, segments = await _off_loop(len(text), self._prepare, text, src, target, fmt, planned, glossary,
+                                             0.0, None, None, key_id, tm)
+            usage.add(planned)
             queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]
             # A marked segment streams no raw deltas: they would show the view's tags, and its
             # final text may still move them (the "segment" event carries it).
@@ -751,8 +766,8 @@ class TranslationService:
                         yield StreamEvent("delta", {"text": piece})
                 cleaned = await self._complete(ticket, item, outcome, usage, target)
                 yield StreamEvent("segment", {"index": i, "gap": item.gap, "text": cleaned})
-        yield StreamEvent("done", {"translatedText": plan.assemble([item.output or "" for item in segments]),
-                                   **final})
+        answer = await _off_loop(len(text), plan.assemble, [item.output or "" for item in segments])
+        yield StreamEvent("done", {"translatedText": answer, **final})
 
     def describe(self) -> dict:
         return {
@@ -760,3 +775,10 @@ class TranslationService:
             "engine": self.model.engine,
             "languages": [{"code": c, "name": language_name(c)} for c in self.languages],
         }
+
+
+async def _off_loop(chars: int, work: Callable, *args):
+    """``work(*args)``, in a worker thread when it reads more than OFF_LOOP_CHARS of text."""
+    if chars > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(work, *args)
+    return work(*args)

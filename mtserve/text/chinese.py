@@ -13,6 +13,8 @@ deterministic where a 1.5B model's own Traditional is not.
 
 from __future__ import annotations
 
+import itertools
+import re
 import threading
 from functools import lru_cache
 
@@ -48,8 +50,8 @@ def to_traditional(text: str) -> str:
     return convert(text, TO_TRADITIONAL)
 
 
-def _han(text: str) -> list[str]:
-    return [ch for ch in text if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"]
+_HAN = re.compile("[\u3400-\u9fff\uf900-\ufaff]")
+VARIANT_SAMPLE = 10_000  # Han characters read to tell the script: plenty, and a megabyte costs no more
 
 
 def variant(text: str) -> str | None:
@@ -58,7 +60,7 @@ def variant(text: str) -> str | None:
     A text whose characters are the same in both scripts (我们 is not, 你好 is)
     counts as Simplified.
     """
-    han = "".join(_han(text))
+    han = "".join(itertools.islice((m.group() for m in _HAN.finditer(text)), VARIANT_SAMPLE))
     if not han:
         return None
     simplified, traditional = to_simplified(han), to_traditional(han)

@@ -12,13 +12,13 @@ import ftfy
 
 # Characters that UTF-8 read as Latin-1/cp1252 produces: a lead byte's letter (Ã, Â, ä, å, æ, ç,
 # è, é...) followed by a continuation byte's (\x80-\xbf as Latin-1 or their cp1252 forms).
-_LEADS = set("ÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖ×ØÙÚÛÜÝÞßàáâãäåæçèéêëìíîïðñòóôõö")
+_LEADS = frozenset("ÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖ×ØÙÚÛÜÝÞßàáâãäåæçèéêëìíîïðñòóôõö")
+_CONTINUATIONS = frozenset([chr(code) for code in range(0x80, 0xC0)] + list("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ"))
 
 
 def looks_mojibaked(text: str) -> bool:
-    """A cheap first look, so ftfy runs only on text that may need it."""
-    return any(ch in _LEADS for ch in text) and any("\x80" <= ch <= "\xbf" or ch in "€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ"
-                                                   for ch in text)
+    """A cheap first look (two set scans in C), so ftfy runs only on text that may need it."""
+    return not _LEADS.isdisjoint(text) and not _CONTINUATIONS.isdisjoint(text)
 
 
 def repair_mojibake(text: str) -> str:

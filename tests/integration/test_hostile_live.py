@@ -21,11 +21,7 @@ from tests.servers import real_server
 
 pytestmark = pytest.mark.model
 
-HOSTILE_S = 5.0  # the bound on each hostile request body
-# A hostile document is parsed in the sandbox under its own CPU and wall-clock limits; the slowest
-# (a PDF of many corrupt streams) take 4-10 s on this 2-core machine when it is busy, so documents
-# get a looser one-sided bound here, and the figures print.
-HOSTILE_DOCUMENT_S = 20.0
+HOSTILE_S = 5.0  # the bound on each hostile request body and document
 PROBE_S = 1.0  # and on every /health/live answer meanwhile
 PROBE_EVERY_S = 0.1
 
@@ -99,9 +95,9 @@ def test_hostile_input_never_stalls_or_breaks_a_live_server(hostile_server):
                     problems.append(f"{case.name}: refused a legal file: {answer.text[:200]}")
                 if case.forbidden and case.forbidden in answer.text:
                     problems.append(f"{case.name}: the answer shows {case.forbidden!r}")
-                if elapsed > HOSTILE_S:
+                if elapsed > HOSTILE_S / 2:
                     slow_documents.append(f"{case.name} {elapsed:.1f} s")
-                if elapsed > HOSTILE_DOCUMENT_S:
+                if elapsed > HOSTILE_S:
                     problems.append(f"{case.name}: took {elapsed:.1f} s")
     finally:
         probe.stop.set()
@@ -112,12 +108,11 @@ def test_hostile_input_never_stalls_or_breaks_a_live_server(hostile_server):
     print(f"{sent} hostile requests; slowest {slowest[0]:.2f} s ({slowest[1]}); "
           f"/health/live: {len(probe.latencies)} probes, slowest answer {worst_probe:.3f} s, "
           f"{failed_probes} unanswered within 10 s; documents over "
-          f"{HOSTILE_S:g} s: {', '.join(slow_documents) or 'none'}")
+          f"{HOSTILE_S / 2:g} s: {', '.join(slow_documents) or 'none'}")
     assert sent > 100 and len(probe.latencies) >= 10
     assert not problems, "\n".join(problems)
-    # Known and open: one probe in a few hundred can go unanswered while the largest uploads are read
-    # (seen once in CI here); every other probe must answer within PROBE_S.
-    assert slow_probes <= max(2, len(probe.latencies) // 100), (slow_probes, failed_probes, worst_probe)
+    # Megabytes of text are planned off the event loop (translator.OFF_LOOP_CHARS), so every probe answers.
+    assert slow_probes == 0, (slow_probes, failed_probes, worst_probe)
     assert proc.poll() is None and httpx.get(f"{url}/health", timeout=10).status_code == 200
 
 

@@ -1,0 +1,61 @@
+"""Long text is read, cut and planned in a worker thread, so megabytes of it cannot stall the event
+loop (issue 14: a single-line document of a million characters once held /health for 35 s); short
+text stays on the loop. The answer and the usage are the same either way."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from mtserve.service import translator
+from mtserve.service.translator import OFF_LOOP_CHARS, Usage
+from tests.fakes import FakeEngine
+from tests.quality.helpers import service_for
+
+SHORT = "今天天气很好。"
+LONG = "我们明天去上海开会，然后回北京。" * (OFF_LOOP_CHARS // 10)
+
+
+def _spy_on_planning(monkeypatch) -> list[int]:
+    """The thread ids that cut text into segments, in order."""
+    threads: list[int] = []
+    split_text = translator.split_text
+
+    def spy(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return split_text(*args, **kwargs)
+
+    monkeypatch.setattr(translator, "split_text", spy)
+    return threads
+
+
+def test_a_long_text_is_planned_off_the_loop_and_a_short_one_on_it(tmp_path, monkeypatch) -> None:
+    threads = _spy_on_planning(monkeypatch)
+
+    async def main() -> int:
+        async with service_for(FakeEngine(), tmp_path) as service:
+            await service.translate([SHORT], "zh", "en")
+            await service.translate([LONG], "zh", "en")
+            async for _ in service.stream(LONG, "zh", "en"):
+                pass
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert len(threads) == 3
+    assert threads[0] == loop_thread
+    assert threads[1] != loop_thread and threads[2] != loop_thread
+
+
+def test_off_the_loop_the_answer_and_the_usage_are_the_same(tmp_path, monkeypatch) -> None:
+    async def run() -> tuple[list[str], Usage]:
+        usage = Usage()
+        async with service_for(FakeEngine(), tmp_path) as service:
+            results = await service.translate([LONG, LONG[:-1], SHORT], "zh", "en", usage=usage)
+        return [r.text for r in results], usage
+
+    off_loop, off_usage = asyncio.run(run())
+    monkeypatch.setattr(translator, "OFF_LOOP_CHARS", 10 ** 9)  # everything on the loop
+    on_loop, on_usage = asyncio.run(run())
+    assert off_loop == on_loop
+    assert off_usage.segments == on_usage.segments == 2 * LONG.count("。") + 1
+    assert off_usage.cached_segments == on_usage.cached_segments
