@@ -37,6 +37,9 @@ class TranslationRequest:
     # The tag-free translation of ``text``, to put ``text``'s tags into (markup_mode "transfer"):
     # the engine then returns this translation with the tags inserted, nothing else changed.
     transfer: str | None = None
+    # (tag id, start, end) in ``transfer``: where a tag's content was found by translating it on its
+    # own; such a tag must go exactly there
+    anchors: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,7 @@ class LlamaCppEngine:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        grammar = transfer_grammar(request.text, request.transfer)
+        grammar = transfer_grammar(request.text, request.transfer, request.anchors)
         if grammar:
             body["grammar"] = grammar
         return body

@@ -305,12 +305,14 @@ TRANSFER_STATES = 60  # tag subsets the transfer grammar tracks; past it the tag
 TRANSFER_RULES = 4000  # past this many rules, a tag's content need not hold a word
 
 
-def transfer_grammar(text: str, translation: str) -> str | None:
+def transfer_grammar(text: str, translation: str,
+                     anchors: tuple[tuple[int, int, int], ...] = ()) -> str | None:
     """A GBNF grammar whose sentences are ``translation`` exactly, with every tag of ``text``
     inserted once at boundaries between words, spaces and punctuation: each opening before its
     closing, with a word between them. The rules are states (chunks done, tags placed, tags opened
     with no word since): any order while the tag subsets stay few, else the source's order.
-    Nesting is left to the check."""
+    Nesting is left to the check. ``anchors`` ((tag id, start, end) in the translation) pin a tag
+    to the words its content was found to translate."""
     from mtserve.text import markup
 
     try:
@@ -320,26 +322,38 @@ def transfer_grammar(text: str, translation: str) -> str | None:
     if not elements:
         return None
     tokens: list[tuple[str, int | None]] = []  # (tag text, index of the tag that must come first)
+    token_ids: list[tuple[int, str]] = []  # (tag id, "open" / "close" / "void")
     for id_, element in sorted(elements.items()):
         if element.void:
             tokens.append((markup.void_tag(element.name, id_), None))
+            token_ids.append((id_, "void"))
         else:
             tokens.append((markup.open_tag(element.name, id_), None))
             tokens.append((markup.close_tag(element.name, id_), len(tokens) - 1))
+            token_ids += [(id_, "open"), (id_, "close")]
     opens = {before for _, before in tokens if before is not None}
     chunks = re.findall(r"\s+|[^\W_]+|.", translation, flags=re.S)
     chunks = [piece for chunk in chunks for piece in (list(chunk) if _wide(chunk) else [chunk])]
+    boundaries = {0: 0}  # character offset -> chunk index
+    for index, chunk in enumerate(chunks):
+        boundaries[sum(len(c) for c in chunks[:index + 1])] = index + 1
+    fixed: dict[int, int] = {}  # token index -> the chunk index it must come at
+    for id_, start, end in anchors:
+        if start in boundaries and end in boundaries and start < end:
+            for k, (tag_id, kind) in enumerate(token_ids):
+                if tag_id == id_ and kind in ("open", "close"):
+                    fixed[k] = boundaries[start] if kind == "open" else boundaries[end]
     pairs = len(opens)
     in_order = 3 ** pairs * 2 ** (len(tokens) - 2 * pairs) > TRANSFER_STATES
     for track_words in (True, False):
-        rules = _transfer_rules(tokens, opens, chunks, in_order, track_words)
+        rules = _transfer_rules(tokens, opens, chunks, in_order and not fixed, track_words, fixed)
         if rules is not None:
             return "\n".join(["root ::= s0x0p0"] + sorted(rules))
     return None
 
 
 def _transfer_rules(tokens: list[tuple[str, int | None]], opens: set[int], chunks: list[str], in_order: bool,
-                    track_words: bool) -> list[str] | None:
+                    track_words: bool, fixed: dict[int, int] | None = None) -> list[str] | None:
     def literal(value: str) -> str:
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         return f'"{escaped}"'
@@ -363,6 +377,8 @@ def _transfer_rules(tokens: list[tuple[str, int | None]], opens: set[int], chunk
                 continue  # no closing right after its opening: a tag holds a word
             if in_order and mask != (1 << k) - 1:
                 continue
+            if fixed and k in fixed and fixed[k] != i:
+                continue  # an anchored tag goes where its content's translation is
             after = (i, mask | 1 << k, empty | (1 << k if track_words and k in opens else 0))
             out.append((literal(tag), after))
             pending.append(after)

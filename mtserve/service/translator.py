@@ -585,7 +585,8 @@ class TranslationService:
         assert source is not None and item.request is not None
         plain_key = self._key(item.source, target, markup.strip_tags(source), item.terms)
         self.cache.put(plain_key, plain_output)  # the same sentence sent without tags is now a hit
-        request = replace(item.request, text=source, transfer=plain_output, markup=True)
+        anchors = await self._anchors(ticket, item, plain_output, usage, target)
+        request = replace(item.request, text=source, transfer=plain_output, markup=True, anchors=anchors)
         [outcome] = await ticket.wait([ticket.submit(request)])
         self._account(usage, outcome)
         output = strip_special_tokens(outcome.result.text).strip()
@@ -599,6 +600,21 @@ class TranslationService:
                                                "detail": problem})
             output = await self._place_tags(ticket, item, plain_output, usage, target)
         return markup.fix_edges(source, output, target)
+
+    async def _anchors(self, ticket: Ticket, item: _Segment, plain_output: str, usage: Usage,
+                       target: str) -> tuple[tuple[int, int, int], ...]:
+        """Where each tag's content, translated on its own, occurs once in the translation: the
+        transfer grammar pins those tags there, and leaves the model the rest."""
+        source = item.marked
+        assert source is not None
+        plain, elements = markup.structure(source)
+        contents = {id_: markup.strip_tags(plain[e.start:e.end]).strip() for id_, e in elements.items()
+                    if not e.void and has_words(plain[e.start:e.end])}
+        translated = await asyncio.gather(*[
+            self._translate_plain(ticket, text, item.source, target, usage, item.entries)
+            for text in contents.values()])
+        found = markup.anchors(plain_output, dict(zip(contents, translated)), elements)
+        return tuple((id_, start, end) for id_, (start, end) in sorted(found.items()))
 
     async def _place_tags(self, ticket: Ticket, item: _Segment, plain_output: str | None, usage: Usage,
                           target: str) -> str:

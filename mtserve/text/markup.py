@@ -458,6 +458,33 @@ def project(source: str, translation: str, contents: dict[int, str], target: str
     return _insert(text, elements, spans)
 
 
+def anchors(translation: str, contents: dict[int, str], elements: dict[int, Element]) -> dict[int, tuple[int, int]]:
+    """The tags whose content's own translation occurs exactly once in ``translation``, at word
+    edges, and where: nested as the source nests them, never crossing one another."""
+    found: dict[int, tuple[int, int]] = {}
+    folded = translation.casefold()
+    for id_, content in contents.items():
+        needle = content.strip().rstrip(".!?。！？").strip()
+        if not needle or not _has_words(needle):
+            continue
+        hits = [m.start() for m in re.finditer(re.escape(needle.casefold()), folded)]
+        spans = [(start, start + len(needle)) for start in hits if _on_word_edges(translation, (start,
+                                                                                        start + len(needle)))]
+        if len(spans) == 1:
+            found[id_] = spans[0]
+    for id_ in list(found):  # a pair must nest as in the source, or cross nothing
+        for other in list(found):
+            if other == id_ or id_ not in found or other not in found:
+                continue
+            a, b = found[id_], found[other]
+            nested = (a[0] >= b[0] and a[1] <= b[1]) or (b[0] >= a[0] and b[1] <= a[1])
+            if _overlaps(a, b) and not nested:
+                del found[id_]
+            elif nested and _overlaps(a, b) and elements[id_].parent != other and elements[other].parent != id_:
+                del found[id_]
+    return found
+
+
 def _repair_placeholders(source: str, plain: str, translation: str) -> str:
     """The translation with the source's placeholders: one the model changed is changed back in
     place, one it invented is removed, one it lost goes where the source had it."""

@@ -228,7 +228,8 @@ def test_transfer_mode_translates_without_tags_then_puts_them_into_that_translat
         if request.transfer is not None:
             assert request.text == "他<i1>昨天</i1>去了<b2>北京</b2>。"
             return "He went to <b2>Beijing</b2> <i1>yesterday</i1>."
-        return {"他昨天去了北京。": "He went to Beijing yesterday."}.get(request.text)
+        return {"他昨天去了北京。": "He went to Beijing yesterday.", "昨天": "Yesterday",
+                "北京": "Peking"}.get(request.text)
 
     engine = ScriptedEngine(script)
 
@@ -243,8 +244,12 @@ def test_transfer_mode_translates_without_tags_then_puts_them_into_that_translat
     tagged, plain, usage = asyncio.run(main())
     assert tagged == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"
     assert plain == "He went to Beijing yesterday."
-    assert [(c.text, c.transfer) for c in engine.calls] == [
-        ("他昨天去了北京。", None), ("他<i1>昨天</i1>去了<b2>北京</b2>。", "He went to Beijing yesterday.")]
+    calls = [(c.text, c.transfer) for c in engine.calls]
+    assert calls[0] == ("他昨天去了北京。", None)
+    assert sorted(calls[1:3]) == [("北京", None), ("昨天", None)]  # each tag's content on its own
+    assert calls[3:] == [("他<i1>昨天</i1>去了<b2>北京</b2>。", "He went to Beijing yesterday.")]
+    # "Yesterday" occurs once in the translation, so <i1> is pinned there; "Peking" does not
+    assert engine.calls[3].anchors == ((1, 19, 28),)
     assert usage.markup_fallbacks == 0  # and the plain sentence was a cache hit
 
 
@@ -277,6 +282,10 @@ def test_the_transfer_grammar_allows_only_the_translation_and_the_tags(tmp_path)
     assert rules["root"] == "s0x0p0"
     assert rules["s0x0p0"] == '"<b1>" s0x1p1 | "<x2/>" s0x4p0 | "I" s1x0p0'  # </b1> only after <b1>
     assert rules["s0x1p1"] == '"<x2/>" s0x5p1 | "I" s1x1p0'  # and only once a word is inside
+    pinned = _llamacpp(tmp_path).build_request(TranslationRequest(
+        "我喜欢<b1>猫</b1><x2/>。", "zh", "en", markup=True, transfer="I like cats.", anchors=((1, 7, 11),)))
+    assert [line.split(" ::= ")[0] for line in pinned["grammar"].splitlines() if '"<b1>"' in line] == [
+        "s4x0p0", "s4x4p0"]  # <b1> only right before "cats", and </b1> right after it
     assert rules["s6x7p0"] == '""'  # the end: every chunk of the translation, every tag once
     assert '"<x2/>" s6x7p0' in rules["s6x3p0"]  # a void tag may come after the last word
     assert "s5x0p0" not in rules  # past the last word with <b1> unplaced: no way to give it a word

@@ -106,3 +106,10 @@ def test_strip_and_structure() -> None:
     assert (elements[1].start, elements[1].end, elements[2].parent) == (1, 3, 1)
     assert markup.strip_tags("a<b1>b</b1>") == "ab"
     assert not markup.balanced("a<b1>b")
+
+
+def test_anchors_are_contents_found_once_at_word_edges():
+    _, elements = markup.structure("请在<b1>会议开始前</b1>把<a2>报告</a2>发给我<i3>了</i3>。")
+    found = markup.anchors("Please send the report to me before the meeting starts.",
+                           {1: "Before the meeting starts.", 2: "Report", 3: "e"}, elements)
+    assert found == {1: (29, 54), 2: (16, 22)}  # "e" is inside words only
