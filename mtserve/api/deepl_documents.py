@@ -20,18 +20,16 @@ from pathlib import PurePath
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
-from starlette.datastructures import UploadFile
 
-from mtserve.api.common import admit, queue_document, service_of
+from mtserve.api.common import Upload, admit, queue_document, read_upload, service_of
 from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, fields_of, to_mtserve
-from mtserve.api.errors import ApiError, BodyTooLarge
+from mtserve.api.errors import ApiError
 from mtserve.documents.base import DocumentError
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.documents.registry import format_for
 
 router = APIRouter(prefix="/v2", tags=["DeepL API v2"])
 
-READ_CHUNK = 1 << 20
 STATUS = {JobStatus.QUEUED: "queued", JobStatus.RUNNING: "translating", JobStatus.DONE: "done",
           JobStatus.FAILED: "error", JobStatus.CANCELLED: "error"}
 
@@ -49,25 +47,16 @@ async def upload_document(request: Request):
     admit(request, None)  # the key travels in Authorization: DeepL-Auth-Key, so before the body is read
     if "multipart/form-data" not in request.headers.get("content-type", ""):
         raise ApiError(400, "Send the document as multipart/form-data with fields file and target_lang")
-    try:
-        form = await request.form(max_files=1, max_fields=16)
-    except BodyTooLarge:
-        raise ApiError(413, f"The document is over {store.settings.files_max_mb:g} MB, the limit "
-                            "(MTSERVE_FILES_MAX_MB)") from None
-    except Exception as exc:  # starlette's MultiPartException and friends: a malformed body
-        raise ApiError(400, f"Could not read the multipart form: {exc}") from None
-    try:
-        return await _queue(request, store, form)
-    finally:
-        await form.close()
+    too_big = f"The document is over {store.settings.files_max_mb:g} MB, the limit (MTSERVE_FILES_MAX_MB)"
+    upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big)
+    return await _queue(request, store, upload)
 
 
-async def _queue(request: Request, store: JobStore, form) -> dict:
+async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     service = service_of(request)
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
+    if upload.content is None:
         raise ApiError(400, "Parameter 'file' not specified: send the document in a field named 'file'")
-    fields = {key: value for key, value in form.items() if isinstance(value, str)}
+    fields = upload.fields
     if not fields.get("target_lang"):
         raise ApiError(400, "Parameter 'target_lang' not specified.")
     supported = service.languages
@@ -91,13 +80,7 @@ async def _queue(request: Request, store: JobStore, form) -> dict:
     glossary_id = fields.get("glossary_id", "").strip() or None
     if glossary_id and source == "auto":
         raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
-    data = bytearray()
-    while chunk := await upload.read(READ_CHUNK):
-        data += chunk
-        if len(data) > store.max_bytes:
-            raise ApiError(413, f"The document is over {store.settings.files_max_mb:g} MB, the limit "
-                                "(MTSERVE_FILES_MAX_MB)")
-    job = await queue_document(request, store, filename, bytes(data), source, target, None, glossary_id)
+    job = await queue_document(request, store, filename, upload.content, source, target, None, glossary_id)
     request.app.state.runtime.usage_chars += job.chars
     return {"document_id": job.id, "document_key": store.document_key(job)}
 
