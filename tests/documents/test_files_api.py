@@ -197,12 +197,15 @@ def test_a_job_reports_progress_and_streams_events(tmp_path):
 
 
 def test_cancelling_a_running_job_stops_its_engine_work(tmp_path):
-    engine = SwapEngine(slots=1, delay_s=0.5)
+    engine = SwapEngine(slots=1, delay_s=2.0)  # long segments: the delete lands while one is in the engine
     with serve(engine, home=tmp_path, files_chunk=2) as url:
         r = upload(url, "slow.txt", "\n".join(f"慢句子{i}。" for i in range(20)).encode(), path="/jobs")
         job_id = r.json()["id"]
         wait_for(url, job_id, statuses=("running",))
-        time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while engine.in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert engine.in_flight == 1
         cancelled = httpx.delete(f"{url}/jobs/{job_id}", timeout=TIMEOUT)
         calls_then = len(engine.calls)
         time.sleep(1.0)
