@@ -476,6 +476,10 @@ class TranslationService:
         plan = self._plan(text, source, target, fmt, tags)
         entries = self.glossary_for(source, target, glossary)
         memory = self._memory_for(source, target, tm)
+        if memory is not None and fmt == "text" and len(plan.segments) > 1:
+            whole = self._whole_from_memory(memory, text, source, target, key_id, entries, usage)
+            if whole is not None:
+                return whole
         segments: list[_Segment] = []
         for segment, gap in zip(plan.segments, plan.gaps):
             item = _Segment(gap, source=source, entries=entries)
@@ -516,6 +520,24 @@ class TranslationService:
             item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
         return plan, segments
+
+    def _whole_from_memory(self, memory: TranslationMemory, text: str, source: str, target: str,
+                           key_id: str | None, entries: dict[str, str],
+                           usage: Usage) -> tuple[_Plan, list[_Segment]] | None:
+        """The text as one exact match, when the memory holds it whole: an entry is whatever its
+        translator translated at once (a paragraph, a UI string of two sentences), so it is looked
+        up before the text is cut into sentences. Its outer whitespace is kept."""
+        core = text.strip()
+        found = memory.exact(core, source, target, owner=key_id)
+        if found is None:
+            return None
+        lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
+        item = _Segment(lead, source=source, entries=entries)
+        item.output = self._to_target_script(found.target, target, {}) if target in CHINESE else found.target
+        usage.segments += 1
+        usage.tm_segments += 1
+        self.metrics.tm_exact.inc()
+        return _Plan([core], lambda outputs: lead + outputs[0] + trail, [lead]), [item]
 
     @staticmethod
     def _marked(segment: str, fmt: str) -> str | None:
