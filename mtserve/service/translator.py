@@ -305,6 +305,12 @@ class TranslationService:
             self._tm_pairs = known = (now, pairs)
         return self.memory if (source, target) in known[1] else None
 
+    def _planning_cost(self, text: str, source: str, target: str, tm: bool) -> int:
+        """What planning ``text`` costs, in characters read: a translation memory's lookups (an
+        index query and a fuzzy ranking per segment, about a millisecond each) count as a long
+        text, so they run off the event loop too."""
+        return OFF_LOOP_CHARS + 1 if self._memory_for(source, target, tm) is not None else len(text)
+
     def _from_memory(self, memory: TranslationMemory, segment: str, source: str, target: str,
                      key_id: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """(an exact match's translation, or None; else the most similar entries as examples)."""
@@ -678,7 +684,8 @@ class TranslationService:
         if shortcut is not None:
             return shortcut[0]
         planned = Usage()  # counted apart: several texts of one request may be planned at once
-        plan, segments = await _off_loop(len(text), self._prepare, text, source, target, fmt, planned, glossary,
+        plan, segments = await _off_loop(self._planning_cost(text, source, target, tm), self._prepare, text,
+                                         source, target, fmt, planned, glossary,
                                          temperature, seed, tags, key_id, tm)
         usage.add(planned)
         pending = [item for item in segments if item.request is not None]
@@ -768,7 +775,8 @@ class TranslationService:
                 yield StreamEvent("done", {"translatedText": answer})
                 return
             planned = Usage()
-            plan, segments = await _off_loop(len(text), self._prepare, text, src, target, fmt, planned, glossary,
+            plan, segments = await _off_loop(self._planning_cost(text, src, target, tm), self._prepare, text,
+                                             src, target, fmt, planned, glossary,
                                              0.0, None, None, key_id, tm)
             usage.add(planned)
             queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]

@@ -59,3 +59,20 @@ def test_off_the_loop_the_answer_and_the_usage_are_the_same(tmp_path, monkeypatc
     assert off_loop == on_loop
     assert off_usage.segments == on_usage.segments == 2 * LONG.count("。") + 1
     assert off_usage.cached_segments == on_usage.cached_segments
+
+
+def test_with_a_translation_memory_for_the_pair_even_a_short_text_is_planned_off_the_loop(tmp_path,
+                                                                                           monkeypatch) -> None:
+    threads = _spy_on_planning(monkeypatch)
+
+    async def main() -> int:
+        async with service_for(FakeEngine(), tmp_path) as service:
+            service.memory.add([("打开设置", "Open the settings")], "zh", "en", origin="test")
+            await service.translate([SHORT], "zh", "en")  # the memory's lookups: off the loop
+            await service.translate([SHORT], "zh", "en", tm=False)  # no memory: on it
+            await service.translate(["Hallo."], "de", "en")  # no entries for the pair: on it
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert len(threads) == 3
+    assert threads[0] != loop_thread and threads[1] == loop_thread and threads[2] == loop_thread
