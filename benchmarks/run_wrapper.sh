@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# What the prompt costs: mtserve over HTTP against a bare llama.cpp wrapper with a one-line prompt
+# (`mtserve bench --wrapper`), alternated A B A B in one run, at 8 clients (issue 18's target: >= 0.95x).
+#
+#   benchmarks/run_wrapper.sh qwen2.5-coder-0.5b-instruct-q4_k_m [OUT_DIR] [REQUESTS]
+#   MTSERVE_SCRIPT_GRAMMAR=retry benchmarks/run_wrapper.sh MODEL OUT   # a server setting under test
+#
+# The server starts with the translation cache off; MTSERVE_* variables in the environment reach it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODEL=${1:?usage: benchmarks/run_wrapper.sh MODEL [OUT_DIR] [REQUESTS]}
+OUT=${2:-benchmarks/results/$MODEL/wrapper}
+N=${3:-48}
+PORT=${PORT:-8792}
+URL=http://127.0.0.1:$PORT
+THREADS=${THREADS:-$(nproc)}
+mkdir -p "$OUT"
+MTSERVE_CACHE_SIZE=0 MTSERVE_LOG_LEVEL=warning .venv/bin/mtserve serve --model "$MODEL" --threads "$THREADS" \
+  --port "$PORT" >"$OUT/server.log" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 1 180); do
+  curl -sf "$URL/health/ready" >/dev/null && break
+  kill -0 $SERVER || { cat "$OUT/server.log"; exit 1; }
+  sleep 1
+done
+echo "== wrapper: mtserve bench --compare $URL wrapper --concurrency ${CLIENTS:-8} --requests $N --rounds ${ROUNDS:-4}" \
+  | tee "$OUT/wrapper.txt"
+.venv/bin/mtserve bench --model "$MODEL" --threads "$THREADS" --no-progress --out "$OUT/wrapper" --markdown \
+  --compare "$URL" wrapper --concurrency "${CLIENTS:-8}" --requests "$N" --rounds "${ROUNDS:-4}" \
+  --label "$MODEL: mtserve over HTTP vs a bare llama.cpp wrapper with a one-line prompt" | tee -a "$OUT/wrapper.txt"
