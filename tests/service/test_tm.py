@@ -368,9 +368,55 @@ def test_tmx_export_reimports_to_the_same_pairs(tm):
     assert read_tm(traditional, "tmx").source_lang == "zt"
 
 
-def test_formats_by_name_and_the_xliff_hook():
-    assert [format_of(n) for n in ("a.TMX", "b.po", "c.tsv")] == ["tmx", "po", "tsv"]
+def test_formats_by_name():
+    assert [format_of(n) for n in ("a.TMX", "b.po", "c.tsv", "d.xlf", "e.xliff")] == \
+        ["tmx", "po", "tsv", "xliff", "xliff"]
     with pytest.raises(TMError, match="cannot tell the format"):
         format_of("notes.docx")
-    with pytest.raises(TMError, match="cannot be imported into the translation memory yet"):
-        read_tm(b"<xliff/>", format_of("a.xliff"))
+
+
+XLIFF12 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file source-language="en-US" target-language="zh-CN" datatype="plaintext" original="ui">
+    <body>
+      <trans-unit id="1"><source>Open file</source><target state="translated">打开文件</target></trans-unit>
+      <trans-unit id="2"><source>Close</source><target state="new">Close</target></trans-unit>
+      <trans-unit id="3"><source>Save <g id="1">all</g></source><target>保存<g id="1">全部</g></target></trans-unit>
+      <trans-unit id="4"><source>Click <x id="1"/> here</source><target>点击<x id="1"/>这里</target></trans-unit>
+      <trans-unit id="5"><source>Quit</source></trans-unit>
+    </body>
+  </file>
+  <file source-language="en" target-language="fr" datatype="plaintext" original="fr">
+    <body><trans-unit id="1"><source>Open</source><target>Ouvrir</target></trans-unit></body>
+  </file>
+</xliff>
+"""
+XLIFF2 = """<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="zh" trgLang="en">
+  <file id="f"><unit id="u">
+    <segment state="translated"><source>打开</source><target>Open</target></segment>
+    <segment state="initial"><source>关闭</source><target>关闭</target></segment>
+    <segment><source>你好<ph id="1"/></source><target>Hello<ph id="1"/></target></segment>
+  </unit></file>
+</xliff>
+"""
+
+
+def test_xliff_import_reads_translated_units_of_the_pair():
+    found = read_tm(XLIFF12.encode(), "xliff")
+    assert (found.source_lang, found.target_lang) == ("en", "zh")
+    assert found.pairs == [("Open file", "打开文件"), ("Save all", "保存全部")]  # g wraps text: kept
+    assert found.skipped == {"state new: not yet translated": 1, "inline codes": 1, "no target": 1,
+                             "in en->fr, not en->zh": 1}
+    reverse = read_tm(XLIFF12.encode(), "xliff", "zh", "en")
+    assert reverse.pairs[0] == ("打开文件", "Open file") and reverse.source_lang == "zh"
+    two = read_tm(XLIFF2.encode(), "xliff")
+    assert (two.source_lang, two.target_lang, two.pairs) == ("zh", "en", [("打开", "Open")])
+    assert two.skipped == {"state initial: not yet translated": 1, "inline codes": 1}
+
+
+def test_bad_xliff_is_refused_with_what_to_do():
+    for data, message in ((b"<xliff/>", "XLIFF version unknown"), (b"<tmx/>", "not an XLIFF file"),
+                          (b"<xliff", "not well-formed XML"),
+                          (XLIFF2.replace('srcLang="zh" trgLang="en"', "").encode(), "--source zh --target en")):
+        with pytest.raises(TMError, match=message):
+            read_tm(data, "xliff")
