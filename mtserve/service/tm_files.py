@@ -57,7 +57,9 @@ class TMFile:
 
 def format_of(name: str, fmt: str | None = None) -> str:
     """The format of a file called ``name`` (or ``fmt`` if given); a TMError for one that is not known."""
-    fmt = fmt or FORMAT_BY_SUFFIX.get(Path(name).suffix.lower())
+    if fmt and fmt.lower() not in READERS:
+        raise TMError(f"format {fmt!r} is not one the translation memory reads: use one of {', '.join(READERS)}")
+    fmt = fmt.lower() if fmt else FORMAT_BY_SUFFIX.get(Path(name).suffix.lower())
     if fmt not in READERS:
         raise TMError(f"cannot tell the format of {name!r}; translation memories are read from "
                       f"{', '.join(sorted(FORMAT_BY_SUFFIX))} files")

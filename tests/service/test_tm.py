@@ -205,6 +205,40 @@ def test_a_key_sees_its_own_entries_and_the_operators_and_deletes_only_its_own(t
         tm.add([("a", "b")], "zh", "en", owner=ALL_OWNERS)
 
 
+def test_a_keys_own_view_leaves_the_operators_entries_out(tm):
+    tm.add([("打开", "Open")], "zh", "en")
+    tm.add([("打开", "Open it"), ("关闭", "Close")], "zh", "en", owner="k1", origin="mine")
+    assert [e.target for e in tm.entries(owner="k1", shared=False)] == ["Open it", "Close"]
+    assert tm.exact("打开", "zh", "en", owner="k1", shared=False).target == "Open it"
+    assert tm.exact("打开", "zh", "en", owner="k2", shared=False) is None
+    assert tm.exact("打开", "zh", "en", owner="k2").target == "Open"  # translate time: the operator's serve
+    assert tm.similar("打开吧", "zh", "en", owner="k2", shared=False) == []
+    assert [(p.entries, p.origins) for p in tm.stats(owner="k1", shared=False)] == [(2, 1)]
+    assert (tm.count(None), tm.count("k1"), tm.count("k2"), tm.count(ALL_OWNERS)) == (1, 2, 0, 3)
+    assert tm.count("k1", origin="mine") == 2 and tm.count("k1", suggestions=True) == 0
+
+
+def test_entries_come_in_pages_and_by_origin(tm):
+    tm.add([(f"第{i}句", f"Sentence {i}") for i in range(5)], "zh", "en", origin="a")
+    tm.add([("别的", "Other")], "zh", "en", origin="b")
+    first = list(tm.entries(limit=2))
+    second = list(tm.entries(after=first[-1].id, limit=2))
+    assert [e.source for e in first + second] == ["第0句", "第1句", "第2句", "第3句"]
+    assert [e.source for e in tm.entries(origin="b")] == ["别的"]
+
+
+def test_the_generation_counts_writes_that_changed_rows(tm):
+    start = tm.generation
+    tm.add([("打开", "Open")], "zh", "en")
+    after_add = tm.generation
+    tm.add([("打开", "Open")], "zh", "en")  # a duplicate changes nothing
+    tm.remove(origin="nothing")
+    assert after_add > start and tm.generation == after_add
+    tm.add([("关闭", "Close")], "zh", "en", suggestion=True)
+    tm.accept()
+    assert tm.generation > after_add
+
+
 def test_suggestions_enter_lookups_only_once_accepted(tm):
     tm.add([("打开", "Open")], "zh", "en")
     tm.add([("关闭", "Close"), ("打开", "Open")], "zh", "en", origin="k1", owner="k1", suggestion=True)
