@@ -54,6 +54,7 @@ def keyed(tmp_path_factory):
 
 def test_the_operator_imports_searches_lists_and_deletes_and_translate_serves_at_once(tmp_path):
     with serve(FakeEngine(), home=tmp_path) as url:
+        assert translate(url, "保存")["translatedText"] == "<en>保存"  # the service now knows the TM has no zh->en
         done = import_tsv(url)
         assert done.status_code == 201, done.text
         assert done.json() == {"source": "zh", "target": "en", "origin": "ui.tsv", "added": 3, "duplicates": 0,
