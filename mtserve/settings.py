@@ -199,7 +199,16 @@ class Settings(BaseSettings):
     )
     suggestions: bool = Field(
         False, description="Accept LibreTranslate's /suggest: store suggestions, which enter the translation "
-        "memory once the operator accepts them (`mtserve tm accept`)."
+        "memory once the operator accepts them (`mtserve tm accept`, POST /tm/suggestions/accept)."
+    )
+    tm_entries_per_key: int = Field(
+        100_000, ge=0, description="Most translation-memory entries one API key may hold through POST /tm/import "
+        "(with api_keys off: the operator's entries, past which the API imports no more); an import that would "
+        "pass it gets 403. `mtserve tm import` is not bound (0 = no cap)."
+    )
+    tm_suggestions_per_key: int = Field(
+        1_000, ge=0, description="Most suggestions (/suggest) waiting for the operator from one API key (callers "
+        "without a key share one allowance); more get 403 until some are accepted or removed (0 = no cap)."
     )
     markup_mode: Literal["context", "transfer"] = Field(
         "transfer",

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mtserve"
-API_FAMILIES = ("libretranslate", "deepl", "openai", "files", "ops")
+API_FAMILIES = ("libretranslate", "deepl", "openai", "files", "ops", "tm")
 
 
 def module_name(path: Path) -> str:
@@ -120,6 +120,7 @@ FAMILIES = {
     "openai": ("mtserve.api.openai",),
     "files": ("mtserve.api.files",),
     "ops": ("mtserve.api.ops",),
+    "tm": ("mtserve.api.tm",),
 }
 
 

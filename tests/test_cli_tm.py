@@ -98,7 +98,7 @@ def test_bad_input_is_one_line_that_says_what_to_fix(tmp_path):
     refused(tm(home, "import", str(tmp_path / "notes.docx")), "cannot tell the format")
     xliff = tmp_path / "a.xliff"
     xliff.write_text("<xliff/>", encoding="utf-8")
-    refused(tm(home, "import", str(xliff)), "convert the file to .tmx or .po")
+    refused(tm(home, "import", str(xliff)), "export XLIFF 1.2 or 2.x")
     broken = tmp_path / "b.tmx"
     broken.write_text("<tmx><body>", encoding="utf-8")
     refused(tm(home, "import", str(broken)), "not well-formed XML")

@@ -23,6 +23,8 @@ from mtserve.api.libretranslate import router as libretranslate_router
 from mtserve.api.openai import router as openai_router
 from mtserve.api.ops import router as ops_router
 from mtserve.api.schemas import DetectRequest, TranslateRequest
+from mtserve.api.tm import IMPORT_PATHS as TM_IMPORT_PATHS
+from mtserve.api.tm import router as tm_router
 from mtserve.documents.jobs import JobStore
 from mtserve.engines.base import Engine
 from mtserve.service.runtime import Runtime
@@ -223,9 +225,10 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.include_router(deepl_documents_router)
     app.include_router(openai_router)
     app.include_router(files_router)
+    app.include_router(tm_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes,
-                       upload_limit=upload_limit_bytes(settings), upload_paths=UPLOAD_PATHS)
+                       upload_limit=upload_limit_bytes(settings), upload_paths=UPLOAD_PATHS + TM_IMPORT_PATHS)
     if settings.cors_origins.strip():
         origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "DELETE"],

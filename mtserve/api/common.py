@@ -323,6 +323,32 @@ class Upload:
     content: bytes | None = None  # None: the form had no file part
 
 
+class KeyGate:
+    """Admission of an upload that carries its key as a form field, before the bulk of the body is read.
+
+    Where a key must come before the file (a document: keys required; a translation memory: keys
+    on) and none is in a header or the URL, the key is checked the moment its ``api_key`` field
+    arrives; until then at most ``allowance`` bytes (MTSERVE_MAX_BODY_BYTES, what any anonymous
+    JSON request may send) are read. LibreTranslate's own web page sends the file before api_key,
+    so a document that small still works that way; a bigger one gets a 403 that says how to send
+    the key first.
+    """
+
+    def __init__(self, request: Request, allowance: int):
+        self.request = request
+        self.allowance = allowance
+        self.admitted = False
+
+    def on_field(self, name: str, value: str) -> None:
+        if name == "api_key" and value and not self.admitted:
+            admit(self.request, value)
+            self.admitted = True
+
+    def on_bytes(self, seen: int) -> None:
+        if not self.admitted and seen > self.allowance:
+            raise AccessDenied(KEY_BEFORE_UPLOAD)
+
+
 async def read_upload(request: Request, *, max_file_bytes: int, limit_message: str,
                       gate: UploadGate | None = None) -> Upload:
     """A multipart upload of one file and a few fields, parsed as it streams in.

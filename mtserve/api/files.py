@@ -19,8 +19,8 @@ from fastapi.responses import FileResponse, JSONResponse
 from sse_starlette.sse import EventSourceResponse
 
 from mtserve.api.common import (
-    KEY_BEFORE_UPLOAD,
     BadJson,
+    KeyGate,
     admit,
     authorize,
     decode_json,
@@ -35,7 +35,6 @@ from mtserve.api.common import (
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge
 from mtserve.documents.jobs import Job, JobStatus, JobStore
-from mtserve.service.access import AccessDenied
 from mtserve.settings import Settings
 
 router = APIRouter()
@@ -124,31 +123,6 @@ def _job_or_404(request: Request, job_id: str) -> Job:
     return job
 
 
-class _KeyGate:
-    """Admission of an upload that carries its key as a form field, before the bulk of the body is read.
-
-    With keys required and none in a header or the URL, the key is checked the moment its
-    ``api_key`` field arrives; until then at most ``allowance`` bytes (MTSERVE_MAX_BODY_BYTES, what
-    any anonymous JSON request may send) are read. LibreTranslate's own web page sends the file
-    before api_key, so a document that small still works that way; a bigger one gets a 403 that
-    says how to send the key first.
-    """
-
-    def __init__(self, request: Request, allowance: int):
-        self.request = request
-        self.allowance = allowance
-        self.admitted = False
-
-    def on_field(self, name: str, value: str) -> None:
-        if name == "api_key" and value and not self.admitted:
-            admit(self.request, value)
-            self.admitted = True
-
-    def on_bytes(self, seen: int) -> None:
-        if not self.admitted and seen > self.allowance:
-            raise AccessDenied(KEY_BEFORE_UPLOAD)
-
-
 async def _submit(request: Request) -> Job:
     """Read the multipart upload within the limits, the key first, and queue its translation."""
     store = jobs_of(request)
@@ -167,7 +141,7 @@ async def _submit(request: Request) -> Job:
     if key := request_key(request):  # an Authorization header or ?api_key=: checked before the body is read
         admit(request, key)
     elif access.enabled and access.require_key:
-        gate = _KeyGate(request, store.settings.max_body_bytes)
+        gate = KeyGate(request, store.settings.max_body_bytes)
     try:
         upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big, gate=gate)
     except BodyTooLarge:

@@ -240,7 +240,7 @@ async def frontend_settings(request: Request):
         "batchLimit": settings.batch_limit,
         "keyRequired": settings.api_keys and settings.require_api_key,
         "apiKeys": settings.api_keys,
-        "suggestions": False,
+        "suggestions": settings.suggestions,  # POST /suggest: mtserve/api/tm.py
         # Document translation (LibreTranslate's keys, plus the upload limit); see mtserve/api/files.py.
         "filesTranslation": bool(request.app.state.jobs.formats),
         "supportedFilesFormat": request.app.state.jobs.extensions,

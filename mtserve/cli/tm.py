@@ -20,14 +20,16 @@ def add_parser(commands) -> None:
                                  description="The translation memory: earlier translations, looked up exactly "
                                              "or by similarity.")
     sub = parser.add_subparsers(dest="tm_cmd", required=True)
-    imp = sub.add_parser("import", help="add the pairs of a .tmx, .po or .tsv file")
-    imp.add_argument("file", help="a .tmx, .po (msgid/msgstr; fuzzy entries skipped) or .tsv "
+    imp = sub.add_parser("import", help="add the pairs of a .tmx, .po, .xliff or .tsv file")
+    imp.add_argument("file", help="a .tmx, .po (msgid/msgstr; fuzzy entries skipped), .xliff/.xlf or .tsv "
                                   "(source<TAB>target) file")
-    imp.add_argument("--source", "-s", help="source language (a .tsv needs it; a .tmx or .po has its own)")
+    imp.add_argument("--source", "-s", help="source language (a .tsv needs it; a .tmx, .po or .xliff has "
+                                            "its own)")
     imp.add_argument("--target", "-t", help="target language (as --source)")
     imp.add_argument("--origin", help="a label for where the pairs came from (default: the file's name); "
                                       "`tm remove --origin` removes them again")
-    imp.add_argument("--format", choices=("tmx", "po", "tsv"), help="the file's format (default: its extension)")
+    imp.add_argument("--format", choices=("tmx", "po", "tsv", "xliff"),
+                     help="the file's format (default: its extension)")
     exp = sub.add_parser("export", help="write the entries to a TMX 1.4b file")
     exp.add_argument("file", help="the .tmx file to write")
     exp.add_argument("--source", "-s", help="only this source language")
@@ -70,7 +72,7 @@ def cmd_tm(args: argparse.Namespace) -> int:
             path = Path(args.file).expanduser()
             fmt = format_of(path.name, args.format)
             if not path.is_file():
-                return fail(f"no file {path}; give a .tmx, .po or .tsv file")
+                return fail(f"no file {path}; give a .tmx, .po, .xliff or .tsv file")
             found = read_tm(path.read_bytes(), fmt, args.source, args.target)
             report = AddReport(skipped=dict(found.skipped))
             tm.add(found.pairs, found.source_lang, found.target_lang, origin=args.origin or path.name,

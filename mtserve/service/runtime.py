@@ -28,6 +28,7 @@ from mtserve.service.glossary import GlossaryStore
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Scheduler
 from mtserve.service.tm import TranslationMemory
+from mtserve.service.tm_access import MemoryAccess
 from mtserve.service.translator import TranslationService
 from mtserve.settings import Settings
 from mtserve.text.detect import LanguageDetector, parse_prior
@@ -60,6 +61,7 @@ class Runtime:
         self.glossaries = GlossaryStore(settings.glossaries_db)
         # The translation memory under $MTSERVE_HOME (made on first use), shared with `mtserve tm`.
         self.memory = TranslationMemory(settings.tm_db)
+        self.memory_access = MemoryAccess(self.memory, settings)  # the /tm API's scopes and caps over it
         self.service: TranslationService | None = None
         self.load_error: str | None = None
         self._scheduler: Scheduler | None = None

@@ -26,6 +26,9 @@ time they came, an owner and a ``suggestion`` flag.
   server-wide TM) or an API key's id. A key sees its own entries and the
   operator's, and deletes only its own; a caller without a key sees the
   operator's; the operator's tools pass ``ALL_OWNERS`` to see and manage all.
+  ``shared=False`` narrows a key's view to its own entries (the HTTP API's
+  listings: a key uses the operator's entries at translate time, but does not
+  read them out).
 - **Suggestions** (LibreTranslate's ``/suggest``) are stored with
   ``suggestion`` set and take part in no lookup until the operator accepts
   them (``accept``, ``mtserve tm accept``).
@@ -136,6 +139,7 @@ CREATE TABLE IF NOT EXISTS tm (
 );
 CREATE INDEX IF NOT EXISTS tm_exact ON tm (source_lang, target_lang, key);
 CREATE INDEX IF NOT EXISTS tm_origin ON tm (origin);
+CREATE INDEX IF NOT EXISTS tm_owner ON tm (owner, suggestion, origin);  -- a key's entries, its caps
 CREATE UNIQUE INDEX IF NOT EXISTS tm_unique
     ON tm (source_lang, target_lang, key, target, ifnull(owner, ''), suggestion);
 -- the fuzzy index: one row per (language pair + bigram of the key, entry); a one-character key is its own gram
@@ -167,13 +171,14 @@ def _entry(row: Sequence) -> TMEntry:
     return TMEntry(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]))
 
 
-def _visible(owner: str | None) -> tuple[str, tuple]:
-    """The SQL condition (and its parameters) for the entries ``owner`` may see."""
+def _visible(owner: str | None, shared: bool = True) -> tuple[str, tuple]:
+    """The SQL condition (and its parameters) for the entries ``owner`` may see; without ``shared``, a key
+    sees its own entries only, not the operator's."""
     if owner == ALL_OWNERS:
         return "1", ()
     if owner is None:
         return "owner IS NULL", ()
-    return "(owner IS NULL OR owner = ?)", (owner,)
+    return ("(owner IS NULL OR owner = ?)" if shared else "owner = ?"), (owner,)
 
 
 def _owned(owner: str | None) -> tuple[str, tuple]:
@@ -198,6 +203,7 @@ class TranslationMemory:
         self.path = Path(path).expanduser()
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None  # opened (and the file made) on first use
+        self.generation = 0  # counts this object's writes that changed rows: readers may cache what they saw
 
     # --- the connection ------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -257,6 +263,7 @@ class TranslationMemory:
                     added = db.executemany(
                         "INSERT OR IGNORE INTO tm (source, target, source_lang, target_lang, key, origin, owner, "
                         "created, suggestion) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk).rowcount
+                self.generation += bool(added)
             report.added += added
             report.duplicates += len(chunk) - added
         return report
@@ -282,7 +289,9 @@ class TranslationMemory:
             db = self._conn()
             with db:
                 db.execute("BEGIN")
-                return db.execute(f"DELETE FROM tm WHERE {condition}", params).rowcount
+                removed = db.execute(f"DELETE FROM tm WHERE {condition}", params).rowcount
+            self.generation += bool(removed)
+        return removed
 
     def accept(self, ids: Iterable[int] | None = None) -> int:
         """Turn suggestions (all, or those ``ids``) into TM entries; returns how many were accepted.
@@ -302,15 +311,17 @@ class TranslationMemory:
                 db.execute("BEGIN")
                 accepted = db.execute(f"UPDATE OR IGNORE tm SET suggestion = 0 WHERE {condition}", params).rowcount
                 db.execute(f"DELETE FROM tm WHERE {condition}", params)  # those already in the TM
+            self.generation += bool(accepted)
         return accepted
 
     # --- lookups -------------------------------------------------------------------------
-    def exact(self, text: str, source_lang: str, target_lang: str, owner: str | None = None) -> TMEntry | None:
+    def exact(self, text: str, source_lang: str, target_lang: str, owner: str | None = None,
+              shared: bool = True) -> TMEntry | None:
         """The entry whose source matches ``text`` after normalising, the caller's own and newest first."""
         key = match_key(text)
         if not key:
             return None
-        condition, params = _visible(owner)
+        condition, params = _visible(owner, shared)
         with self._lock:
             row = self._conn().execute(
                 f"SELECT {_COLUMNS} FROM tm WHERE source_lang = ? AND target_lang = ? AND key = ? "
@@ -319,7 +330,8 @@ class TranslationMemory:
         return _entry(row) if row else None
 
     def similar(self, text: str, source_lang: str, target_lang: str, k: int = 4, min_similarity: float = 0.0,
-                owner: str | None = None, candidates: int = DEFAULT_CANDIDATES) -> list[TMMatch]:
+                owner: str | None = None, candidates: int = DEFAULT_CANDIDATES,
+                shared: bool = True) -> list[TMMatch]:
         """The ``k`` entries most similar to ``text`` scoring at least ``min_similarity``, best first.
 
         The bigram index gives up to ``candidates`` entries of the pair that
@@ -332,7 +344,7 @@ class TranslationMemory:
         if k <= 0 or not key:
             return []
         grams = query_grams(key, source_lang, target_lang)
-        condition, params = _visible(owner)
+        condition, params = _visible(owner, shared)
         with self._lock:
             db = self._conn()
             grams = self._rarest(db, grams)
@@ -370,19 +382,25 @@ class TranslationMemory:
 
     # --- listing -------------------------------------------------------------------------
     def entries(self, source_lang: str | None = None, target_lang: str | None = None,
-                owner: str | None = None, suggestions: bool = False) -> Iterator[TMEntry]:
-        """Entries (or, with ``suggestions``, the suggestions) in insertion order, optionally of one pair."""
-        condition, params = _visible(owner)
-        where = [condition, "suggestion = ?"]
-        params = (*params, int(suggestions))
+                owner: str | None = None, suggestions: bool = False, *, shared: bool = True,
+                origin: str | None = None, after: int = 0, limit: int | None = None) -> Iterator[TMEntry]:
+        """Entries (or, with ``suggestions``, the suggestions) in insertion order, optionally of one pair
+        or origin; a page of them with ``after`` (the last id seen) and ``limit``."""
+        condition, params = _visible(owner, shared)
+        where = [condition, "suggestion = ?", "id > ?"]
+        params = (*params, int(suggestions), int(after))
         if source_lang:
             where.append("source_lang = ?")
             params = (*params, language_code(source_lang, "source language"))
         if target_lang:
             where.append("target_lang = ?")
             params = (*params, language_code(target_lang, "target language"))
+        if origin is not None:
+            where.append("origin = ?")
+            params = (*params, origin)
+        page = "" if limit is None else f" LIMIT {max(0, int(limit))}"
         with self._lock:
-            rows = self._conn().execute(f"SELECT {_COLUMNS} FROM tm WHERE {' AND '.join(where)} ORDER BY id",
+            rows = self._conn().execute(f"SELECT {_COLUMNS} FROM tm WHERE {' AND '.join(where)} ORDER BY id{page}",
                                         params).fetchall()
         return (_entry(row) for row in rows)
 
@@ -391,15 +409,29 @@ class TranslationMemory:
             row = self._conn().execute(f"SELECT {_COLUMNS} FROM tm WHERE id = ?", (int(entry_id),)).fetchone()
         return _entry(row) if row else None
 
-    def stats(self, owner: str | None = None) -> list[PairStats]:
+    def stats(self, owner: str | None = None, shared: bool = True) -> list[PairStats]:
         """Entries, suggestions and origins per language pair."""
-        condition, params = _visible(owner)
+        condition, params = _visible(owner, shared)
         with self._lock:
             rows = self._conn().execute(
                 f"SELECT source_lang, target_lang, sum(suggestion = 0), sum(suggestion), "
                 f"count(DISTINCT origin) FROM tm WHERE {condition} GROUP BY source_lang, target_lang "
                 f"ORDER BY source_lang, target_lang", params).fetchall()
         return [PairStats(*row) for row in rows]
+
+    def count(self, owner: str | None, *, suggestions: bool = False, origin: str | None = None) -> int:
+        """How many entries (or suggestions) ``owner`` holds itself (None: the operator; ALL_OWNERS: anyone),
+        optionally from one origin: what a cap on a key's entries counts."""
+        where, params = ["suggestion = ?"], [int(suggestions)]
+        if owner != ALL_OWNERS:
+            where.append("owner IS ?")
+            params.append(owner)
+        if origin is not None:
+            where.append("origin = ?")
+            params.append(origin)
+        with self._lock:
+            return self._conn().execute(f"SELECT count(*) FROM tm WHERE {' AND '.join(where)}",
+                                        params).fetchone()[0]
 
     def __len__(self) -> int:
         with self._lock:

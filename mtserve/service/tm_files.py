@@ -1,4 +1,4 @@
-"""Translation-memory files: read .tmx, .po and .tsv into segment pairs; write .tmx.
+"""Translation-memory files: read .tmx, .po, .xliff and .tsv into segment pairs; write .tmx.
 
 - **TMX 1.4b**: every ``<tu>`` with a ``<tuv>`` in the source and one in the
   target language (``xml:lang``, or TMX 1.1's ``lang``; ``zh-CN`` is zh,
@@ -15,7 +15,14 @@
   which polib would open as a path if it named a file.
 - **TSV**: ``source<TAB>target`` lines (``#`` starts a comment); the language
   pair comes from the caller.
-- **XLIFF**: not read yet; ``READERS`` is where its reader goes.
+- **XLIFF 1.2 and 2.x** (.xliff, .xlf): each 1.2 ``trans-unit`` and each 2.x
+  ``segment`` with a source and a non-empty target, in the languages its
+  ``file`` (1.2 ``source-language``/``target-language``) or root (2.x
+  ``srcLang``/``trgLang``) declares; a file of the reverse pair gives its
+  pairs reversed, one of another pair is skipped. A target that is only a
+  placeholder (1.2 state ``new`` or ``needs-translation``, 2.x ``initial``)
+  is skipped, and so is a segment with inline codes other than the ones
+  that wrap text (``g``, ``pc``, ``mrk``, whose text is kept), as for TMX.
 """
 
 from __future__ import annotations
@@ -50,7 +57,9 @@ class TMFile:
 
 def format_of(name: str, fmt: str | None = None) -> str:
     """The format of a file called ``name`` (or ``fmt`` if given); a TMError for one that is not known."""
-    fmt = fmt or FORMAT_BY_SUFFIX.get(Path(name).suffix.lower())
+    if fmt and fmt.lower() not in READERS:
+        raise TMError(f"format {fmt!r} is not one the translation memory reads: use one of {', '.join(READERS)}")
+    fmt = fmt.lower() if fmt else FORMAT_BY_SUFFIX.get(Path(name).suffix.lower())
     if fmt not in READERS:
         raise TMError(f"cannot tell the format of {name!r}; translation memories are read from "
                       f"{', '.join(sorted(FORMAT_BY_SUFFIX))} files")
@@ -235,6 +244,91 @@ def write_tmx(entries: Iterable[TMEntry], source_lang: str | None = None) -> tup
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True), count
 
 
+# --- XLIFF ---------------------------------------------------------------------------------------
+XLIFF12 = "urn:oasis:names:tc:xliff:document:1.2"
+XLIFF2 = "urn:oasis:names:tc:xliff:document:2."  # 2.0, 2.1, 2.2
+XLIFF_TEXT_CODES = {"g", "pc", "mrk"}  # inline elements that wrap translatable text; any other is a code
+XLIFF_PLACEHOLDER_STATES = {"new", "needs-translation", "initial"}  # a target that is not yet a translation
+
+
+def _xliff_text(element) -> str | None:
+    """The text of a source or target, or None if it holds an inline code whose text is not what was
+    translated (1.2 ``x``, ``ph``, ``bpt``...; 2.x ``ph``, ``sc``, ``ec``...)."""
+    if any(_local(el.tag) not in XLIFF_TEXT_CODES for el in element.iterdescendants()):
+        return None
+    return "".join(element.itertext())
+
+
+def _xliff_units(root, namespace: str) -> list[tuple[str | None, str | None, list[tuple]]]:
+    """(declared source language, target language, [(source, target, state)...]) per file of the pair."""
+    if namespace == XLIFF12:  # languages per <file>; units are trans-units, the state on the target
+        groups = []
+        for file in root.iter(f"{{{XLIFF12}}}file"):
+            units = []
+            for unit in file.iter(f"{{{XLIFF12}}}trans-unit"):
+                target = unit.find(f"{{{XLIFF12}}}target")
+                units.append((unit.find(f"{{{XLIFF12}}}source"), target,
+                              target.get("state") if target is not None else None))
+            groups.append((file.get("source-language"), file.get("target-language"), units))
+        return groups
+    # 2.x: languages on the root; units are segments, the state on the segment
+    return [(root.get("srcLang"), root.get("trgLang"),
+             [(seg.find(f"{{{namespace}}}source"), seg.find(f"{{{namespace}}}target"), seg.get("state"))
+              for seg in root.iter(f"{{{namespace}}}segment")])]
+
+
+def _declared(tag: str | None) -> str | None:
+    try:
+        return language_code(tag) if tag else None
+    except TMError:
+        return None
+
+
+def read_xliff(data: bytes, source: str | None, target: str | None) -> TMFile:
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise TMError(f"the XLIFF file is not well-formed XML: {exc}") from None
+    if _local(root.tag) != "xliff":
+        raise TMError(f"not an XLIFF file: its root element is <{_local(root.tag)}>, not <xliff>")
+    namespace = etree.QName(root).namespace or ""
+    if namespace != XLIFF12 and not namespace.startswith(XLIFF2):
+        raise TMError(f"XLIFF version {root.get('version') or 'unknown'} (namespace {namespace or 'none'}) "
+                      "is not read; export XLIFF 1.2 or 2.x")
+    files = [(_declared(s), _declared(t), units) for s, t, units in _xliff_units(root, namespace)]
+    source = source or next((s for s, _, _ in files if s), None)
+    for file_source, file_target, _ in files:
+        if target:
+            break
+        target = file_target if file_source == source else file_source if file_target == source else None
+    if not source or not target:
+        raise TMError("the XLIFF file does not say its languages: give the source and target languages "
+                      "(--source zh --target en)")
+    found = TMFile(source, target)
+    for file_source, file_target, units in files:
+        pair = (file_source or source, file_target or target)
+        if pair not in ((source, target), (target, source)):
+            found.skip(f"in {pair[0]}->{pair[1]}, not {source}->{target}")
+            continue
+        for src, tgt, state in units:
+            if src is None or tgt is None:
+                found.skip("no target")
+                continue
+            if state in XLIFF_PLACEHOLDER_STATES:
+                found.skip(f"state {state}: not yet translated")
+                continue
+            texts = (_xliff_text(src), _xliff_text(tgt))
+            if texts[0] is None or texts[1] is None:
+                found.skip("inline codes")
+            elif pair == (source, target):
+                found.pairs.append(texts)  # empty ones are counted by TranslationMemory.add
+            else:
+                found.pairs.append((texts[1], texts[0]))
+    return found
+
+
 Reader = Callable[[bytes, "str | None", "str | None"], TMFile]
-READERS: dict[str, Reader | None] = {"tmx": read_tmx, "po": read_po, "tsv": read_tsv,
-                                     "xliff": None}  # XLIFF: a reader goes here once the format exists
+READERS: dict[str, Reader | None] = {"tmx": read_tmx, "po": read_po, "tsv": read_tsv, "xliff": read_xliff}

@@ -180,7 +180,7 @@ class TranslationService:
         self.glossary_file = GlossaryFile.load(glossary_file) if glossary_file else GlossaryFile()
         self.glossaries = glossaries  # named glossaries, for requests that send a glossary_id
         self.memory = memory  # the translation memory: exact matches served, similar ones as examples
-        self._tm_pairs: tuple[float, set[tuple[str, str]]] | None = None  # (when, pairs with entries)
+        self._tm_pairs: tuple[float, int, set[tuple[str, str]]] | None = None  # (when, generation, pairs)
         # The retry is a stricter *prompt*, so it is for engines that translate by prompting an LLM.
         self.guarded = settings.guardrails and self.model.prompted
 
@@ -299,11 +299,11 @@ class TranslationService:
         if not use or self.memory is None:
             return None
         now = time.monotonic()
-        known = self._tm_pairs
-        if known is None or now - known[0] > TM_PAIRS_TTL_S:
+        known, generation = self._tm_pairs, self.memory.generation  # a write here (the /tm API) is seen at once
+        if known is None or now - known[0] > TM_PAIRS_TTL_S or known[1] != generation:
             pairs = {(p.source_lang, p.target_lang) for p in self.memory.stats(owner=ALL_OWNERS) if p.entries}
-            self._tm_pairs = known = (now, pairs)
-        return self.memory if (source, target) in known[1] else None
+            self._tm_pairs = known = (now, generation, pairs)
+        return self.memory if (source, target) in known[2] else None
 
     def _planning_cost(self, text: str, source: str, target: str, tm: bool) -> int:
         """What planning ``text`` costs, in characters read: a translation memory's lookups (an

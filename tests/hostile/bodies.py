@@ -273,6 +273,62 @@ def _uploads() -> list[HostileRequest]:
     ]
 
 
+LAUGHS = ('<?xml version="1.0"?><!DOCTYPE tmx [<!ENTITY a "ha"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
+          '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;">]>'
+          '<tmx version="1.4"><header srclang="en"/><body><tu><tuv xml:lang="en"><seg>&d;</seg></tuv></tu>'
+          '</body></tmx>').encode()
+
+
+def _translation_memory() -> list[HostileRequest]:
+    """The /tm API and /suggest (off by default): wrong formats, bad fields, ids past SQLite's integers."""
+    pair = [("source", None, b"zh"), ("target", None, b"en")]
+    tsv = "打开\tOpen\n".encode()
+    imp = "/tm/import"
+    return [
+        upload_request("tm import: a .docx", imp, [("file", "a.docx", b"PK\x03\x04"), *pair]),
+        upload_request("tm import: format docx", imp, [("file", "a.tsv", tsv), ("format", None, b"docx"), *pair]),
+        upload_request("tm import: a .tsv without languages", imp, [("file", "a.tsv", tsv)]),
+        upload_request("tm import: a .po that is not UTF-8", imp, [("file", "a.po", b"\xff\xfe\x00m"), *pair]),
+        upload_request("tm import: a .tmx that is not XML", imp, [("file", "a.tmx", b"<tmx><body>"), *pair]),
+        upload_request("tm import: an .xliff that is TMX", imp, [("file", "a.xliff", b"<tmx/>"), *pair]),
+        upload_request("tm import: entities nested to laugh", imp, [("file", "a.tmx", LAUGHS)]),
+        upload_request("tm import: two files", imp, [("file", "a.tsv", tsv), ("file", "b.tsv", tsv), *pair]),
+        upload_request("tm import: no file", imp, pair),
+        upload_request("tm import: the source is the target", imp,
+                       [("file", "a.tsv", tsv), ("source", None, b"en"), ("target", None, b"en")]),
+        upload_request("tm import: a language not served", imp,
+                       [("file", "a.tsv", tsv), ("source", None, b"xx"), ("target", None, b"en")]),
+        upload_request("tm import: a source that is no code", imp,
+                       [("file", "a.tsv", tsv), ("source", None, "中文!".encode()), ("target", None, b"en")]),
+        upload_request("tm import: an origin of 300 characters", imp,
+                       [("file", "a.tsv", tsv), *pair, ("origin", None, b"o" * 300)]),
+        upload_request("tm import: an origin with a newline", imp,
+                       [("file", "a.tsv", tsv), *pair, ("origin", None, b"a\nb")]),
+        json_request("tm import: JSON, not multipart", imp, {"file": "打开\tOpen", "source": "zh"}),
+        HostileRequest("tm search: no q", "GET", "/tm/search?source=zh&target=en"),
+        HostileRequest("tm search: limit 0", "GET", "/tm/search?q=a&source=zh&target=en&limit=0"),
+        HostileRequest("tm search: min_similarity 101", "GET",
+                       "/tm/search?q=a&source=zh&target=en&min_similarity=101"),
+        HostileRequest("tm search: q of 6,000 characters", "GET",
+                       f"/tm/search?q={'a' * 6000}&source=zh&target=en"),
+        HostileRequest("tm search: a source that is no code", "GET", "/tm/search?q=a&source=%21%21&target=en"),
+        HostileRequest("tm entries: after -1", "GET", "/tm/entries?after=-1"),
+        HostileRequest("tm entries: limit 100,000", "GET", "/tm/entries?limit=100000"),
+        HostileRequest("tm entries: a source that is no code", "GET", "/tm/entries?source=%21%21"),
+        HostileRequest("tm delete: an id past SQLite's integers", "DELETE", "/tm/entries/" + "9" * 30),
+        HostileRequest("tm delete: an id that is no number", "DELETE", "/tm/entries/abc"),
+        HostileRequest("tm delete: an id no entry has", "DELETE", "/tm/entries/123456789"),
+        HostileRequest("tm delete: no origin", "DELETE", "/tm/entries"),
+        json_request("tm accept: ids is a string", "/tm/suggestions/accept", {"ids": "1,2"}),
+        json_request("tm accept: ids past SQLite's integers", "/tm/suggestions/accept", {"ids": [10**30]}),
+        json_request("tm accept: ids of booleans", "/tm/suggestions/accept", {"ids": [True]}),
+        json_request("tm accept: neither ids nor all", "/tm/suggestions/accept", {}),
+        json_request("tm accept: all is a string", "/tm/suggestions/accept", {"all": "yes"}),
+        json_request("suggest: while suggestions are off", "/suggest",
+                     {"q": "你好", "s": "Hello", "source": "zh", "target": "en"}, status=(403, 403)),
+    ]
+
+
 def _paths() -> list[HostileRequest]:
     """Path parameters: long, or not UTF-8 once decoded; refused without echoing them back whole."""
     long_id = "x" * 20_000
@@ -333,14 +389,19 @@ def _without_a_key() -> list[HostileRequest]:
         upload_request("wrong api_key field before the file", "/translate_file",
                        [("api_key", None, b"mts_wrong"), ("target", None, b"de"), ("file", "a.txt", big)],
                        **keys),
+        HostileRequest("no key: GET /tm", "GET", "/tm", **keys),
+        HostileRequest("no key: GET /tm/search", "GET", "/tm/search?q=a&source=zh&target=en", **keys),
+        HostileRequest("no key: DELETE /tm/entries/1", "DELETE", "/tm/entries/1", **keys),
+        upload_request("no key: a 2 MB translation memory", "/tm/import",
+                       [("file", "a.tsv", big), ("source", None, b"zh"), ("target", None, b"en")], **keys),
     ]
 
 
 @functools.cache
 def hostile_requests() -> tuple[HostileRequest, ...]:
     """Every hostile request; ``needs`` says which server each one is for."""
-    cases = (_json_bodies() + _form_fields() + _deepl() + _openai() + _uploads() + _paths() + _huge_words()
-             + _without_a_key())
+    cases = (_json_bodies() + _form_fields() + _deepl() + _openai() + _uploads() + _translation_memory()
+             + _paths() + _huge_words() + _without_a_key())
     names = [case.name for case in cases]
     assert len(names) == len(set(names)), "case names are unique, they are the test ids"
     return tuple(cases)

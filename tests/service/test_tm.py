@@ -205,6 +205,40 @@ def test_a_key_sees_its_own_entries_and_the_operators_and_deletes_only_its_own(t
         tm.add([("a", "b")], "zh", "en", owner=ALL_OWNERS)
 
 
+def test_a_keys_own_view_leaves_the_operators_entries_out(tm):
+    tm.add([("打开", "Open")], "zh", "en")
+    tm.add([("打开", "Open it"), ("关闭", "Close")], "zh", "en", owner="k1", origin="mine")
+    assert [e.target for e in tm.entries(owner="k1", shared=False)] == ["Open it", "Close"]
+    assert tm.exact("打开", "zh", "en", owner="k1", shared=False).target == "Open it"
+    assert tm.exact("打开", "zh", "en", owner="k2", shared=False) is None
+    assert tm.exact("打开", "zh", "en", owner="k2").target == "Open"  # translate time: the operator's serve
+    assert tm.similar("打开吧", "zh", "en", owner="k2", shared=False) == []
+    assert [(p.entries, p.origins) for p in tm.stats(owner="k1", shared=False)] == [(2, 1)]
+    assert (tm.count(None), tm.count("k1"), tm.count("k2"), tm.count(ALL_OWNERS)) == (1, 2, 0, 3)
+    assert tm.count("k1", origin="mine") == 2 and tm.count("k1", suggestions=True) == 0
+
+
+def test_entries_come_in_pages_and_by_origin(tm):
+    tm.add([(f"第{i}句", f"Sentence {i}") for i in range(5)], "zh", "en", origin="a")
+    tm.add([("别的", "Other")], "zh", "en", origin="b")
+    first = list(tm.entries(limit=2))
+    second = list(tm.entries(after=first[-1].id, limit=2))
+    assert [e.source for e in first + second] == ["第0句", "第1句", "第2句", "第3句"]
+    assert [e.source for e in tm.entries(origin="b")] == ["别的"]
+
+
+def test_the_generation_counts_writes_that_changed_rows(tm):
+    start = tm.generation
+    tm.add([("打开", "Open")], "zh", "en")
+    after_add = tm.generation
+    tm.add([("打开", "Open")], "zh", "en")  # a duplicate changes nothing
+    tm.remove(origin="nothing")
+    assert after_add > start and tm.generation == after_add
+    tm.add([("关闭", "Close")], "zh", "en", suggestion=True)
+    tm.accept()
+    assert tm.generation > after_add
+
+
 def test_suggestions_enter_lookups_only_once_accepted(tm):
     tm.add([("打开", "Open")], "zh", "en")
     tm.add([("关闭", "Close"), ("打开", "Open")], "zh", "en", origin="k1", owner="k1", suggestion=True)
@@ -368,9 +402,55 @@ def test_tmx_export_reimports_to_the_same_pairs(tm):
     assert read_tm(traditional, "tmx").source_lang == "zt"
 
 
-def test_formats_by_name_and_the_xliff_hook():
-    assert [format_of(n) for n in ("a.TMX", "b.po", "c.tsv")] == ["tmx", "po", "tsv"]
+def test_formats_by_name():
+    assert [format_of(n) for n in ("a.TMX", "b.po", "c.tsv", "d.xlf", "e.xliff")] == \
+        ["tmx", "po", "tsv", "xliff", "xliff"]
     with pytest.raises(TMError, match="cannot tell the format"):
         format_of("notes.docx")
-    with pytest.raises(TMError, match="cannot be imported into the translation memory yet"):
-        read_tm(b"<xliff/>", format_of("a.xliff"))
+
+
+XLIFF12 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file source-language="en-US" target-language="zh-CN" datatype="plaintext" original="ui">
+    <body>
+      <trans-unit id="1"><source>Open file</source><target state="translated">打开文件</target></trans-unit>
+      <trans-unit id="2"><source>Close</source><target state="new">Close</target></trans-unit>
+      <trans-unit id="3"><source>Save <g id="1">all</g></source><target>保存<g id="1">全部</g></target></trans-unit>
+      <trans-unit id="4"><source>Click <x id="1"/> here</source><target>点击<x id="1"/>这里</target></trans-unit>
+      <trans-unit id="5"><source>Quit</source></trans-unit>
+    </body>
+  </file>
+  <file source-language="en" target-language="fr" datatype="plaintext" original="fr">
+    <body><trans-unit id="1"><source>Open</source><target>Ouvrir</target></trans-unit></body>
+  </file>
+</xliff>
+"""
+XLIFF2 = """<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="zh" trgLang="en">
+  <file id="f"><unit id="u">
+    <segment state="translated"><source>打开</source><target>Open</target></segment>
+    <segment state="initial"><source>关闭</source><target>关闭</target></segment>
+    <segment><source>你好<ph id="1"/></source><target>Hello<ph id="1"/></target></segment>
+  </unit></file>
+</xliff>
+"""
+
+
+def test_xliff_import_reads_translated_units_of_the_pair():
+    found = read_tm(XLIFF12.encode(), "xliff")
+    assert (found.source_lang, found.target_lang) == ("en", "zh")
+    assert found.pairs == [("Open file", "打开文件"), ("Save all", "保存全部")]  # g wraps text: kept
+    assert found.skipped == {"state new: not yet translated": 1, "inline codes": 1, "no target": 1,
+                             "in en->fr, not en->zh": 1}
+    reverse = read_tm(XLIFF12.encode(), "xliff", "zh", "en")
+    assert reverse.pairs[0] == ("打开文件", "Open file") and reverse.source_lang == "zh"
+    two = read_tm(XLIFF2.encode(), "xliff")
+    assert (two.source_lang, two.target_lang, two.pairs) == ("zh", "en", [("打开", "Open")])
+    assert two.skipped == {"state initial: not yet translated": 1, "inline codes": 1}
+
+
+def test_bad_xliff_is_refused_with_what_to_do():
+    for data, message in ((b"<xliff/>", "XLIFF version unknown"), (b"<tmx/>", "not an XLIFF file"),
+                          (b"<xliff", "not well-formed XML"),
+                          (XLIFF2.replace('srcLang="zh" trgLang="en"', "").encode(), "--source zh --target en")):
+        with pytest.raises(TMError, match=message):
+            read_tm(data, "xliff")

@@ -1,0 +1,241 @@
+"""Who may do what with the translation memory through the API, and within which caps.
+
+The HTTP API (``mtserve.api.tm``: ``/tm/...`` and LibreTranslate's ``/suggest``) goes through
+``MemoryAccess``; the CLI (``mtserve tm``) is the operator and uses ``TranslationMemory`` itself.
+
+- **Scopes** (``TMScope``), as stored glossaries have them. With API keys off every caller is the
+  operator: it imports entries that serve every caller, and sees, deletes and accepts everything.
+  With keys on, a caller with a key imports entries it owns, and lists, searches and deletes those
+  only; at translate time it uses them and the operator's (``TranslationService``), but it does not
+  read the operator's out through the API. A caller without a key (keys on, not required) may not
+  use the TM API (403: ownership needs an identity). Accepting suggestions is the operator's alone.
+- **Caps**: ``tm_entries_per_key`` entries a key holds (an import that would pass it is refused
+  whole, before anything is stored), ``tm_suggestions_per_key`` suggestions waiting from one key.
+  Imports through this object are serialised, so two at once cannot both slip under the cap.
+- **Suggestions** are stored as the operator's (owner None, since once accepted they serve every
+  caller) with ``suggestion`` set and origin ``suggest:<key id>`` (``suggest:anonymous`` without a
+  key); they take part in no lookup until the operator accepts them.
+
+Every method is blocking (SQLite, file parsing): the API calls them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from mtserve.service.tm import (
+    ALL_OWNERS,
+    MAX_SEGMENT_CHARS,
+    AddReport,
+    PairStats,
+    TMEntry,
+    TMError,
+    TMMatch,
+    TranslationMemory,
+    language_code,
+)
+from mtserve.service.tm_files import format_of, read_tm
+from mtserve.settings import Settings
+
+SUGGEST_ORIGIN = "suggest:"
+MAX_ORIGIN_CHARS = 200
+MAX_PAGE = 1000  # entries per listing page
+MAX_SEARCH = 100  # matches per search
+
+
+class TMForbidden(TMError):
+    """The caller may not do this (403)."""
+
+
+class TMQuota(TMForbidden):
+    """Over a per-key cap (403); the message names the setting."""
+
+
+class UnknownEntry(TMError):
+    """No entry of the caller's matched (404)."""
+
+
+class SuggestionsOff(TMForbidden):
+    """/suggest while MTSERVE_SUGGESTIONS is off (403, in LibreTranslate's words)."""
+
+
+@dataclass(frozen=True)
+class TMScope:
+    """What one API caller may do with the translation memory.
+
+    ``everything``: the operator (any caller while API keys are off). Otherwise the caller with
+    ``key_id`` imports, lists, searches and deletes its own entries; one without a key nothing.
+    """
+
+    key_id: str | None = None
+    everything: bool = False
+
+    @property
+    def owner(self) -> str | None:
+        """Whose entries this scope lists, searches and deletes (``ALL_OWNERS`` for the operator)."""
+        return ALL_OWNERS if self.everything else self.key_id
+
+    def check_identity(self) -> None:
+        if not self.everything and self.key_id is None:
+            raise TMForbidden("the translation memory API needs an API key, since entries belong to a key: "
+                              "send it as Authorization: Bearer <key> (keys: `mtserve keys add`)")
+
+    def owner_of_new(self) -> str | None:
+        """The owner an imported entry gets: the key, or None (the operator's, shared with every caller)."""
+        self.check_identity()
+        return None if self.everything else self.key_id
+
+    def check_operator(self, what: str) -> None:
+        if not self.everything:
+            raise TMForbidden(f"{what} is for the operator: run `mtserve tm accept` on the server (with "
+                              "API keys on, no API caller is the operator)")
+
+
+OPERATOR = TMScope(everything=True)
+
+
+def scope_for(key_id: str | None, keys_on: bool) -> TMScope:
+    """The scope of an API caller: with keys off everyone is the operator, with keys on its key decides."""
+    return TMScope(key_id=key_id) if keys_on else OPERATOR
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    source_lang: str
+    target_lang: str
+    origin: str
+    report: AddReport
+    held: int  # entries the owner holds after the import
+
+
+def _language(code: object, role: str, languages: Collection[str] | None) -> str:
+    if code is not None and not isinstance(code, str):
+        raise TMError(f"{role} must be a string, such as 'zh' or 'en'")
+    found = language_code(code, role)  # type: ignore[arg-type]
+    if languages is not None and found not in languages:
+        raise TMError(f"{role} {code!r} is not a language this server translates (see GET /languages)")
+    return found
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TMError(f"{name} is missing; send the text")
+    if len(value) > MAX_SEGMENT_CHARS:
+        raise TMError(f"{name} has {len(value):,} characters; the translation memory keeps segments of at "
+                      f"most {MAX_SEGMENT_CHARS:,}")
+    return value
+
+
+class MemoryAccess:
+    """The translation memory as API callers reach it: scoped, capped, validated."""
+
+    def __init__(self, memory: TranslationMemory, settings: Settings):
+        self.memory = memory
+        self.settings = settings
+        self._writing = threading.Lock()  # a cap check and the write it allows happen together
+
+    # --- importing -----------------------------------------------------------------------
+    def import_file(self, scope: TMScope, data: bytes, filename: str, fmt: str | None = None,
+                    source: str | None = None, target: str | None = None, origin: str | None = None,
+                    languages: Collection[str] | None = None) -> ImportResult:
+        """Parse a .tmx/.po/.xliff/.tsv file and store its pairs as ``scope``'s entries, within the cap."""
+        owner = scope.owner_of_new()
+        origin = (origin or "").strip() or filename.strip() or "upload"
+        if len(origin) > MAX_ORIGIN_CHARS or not origin.isprintable():
+            raise TMError(f"origin must be printable text of at most {MAX_ORIGIN_CHARS} characters")
+        found = read_tm(data, format_of(filename or "upload", fmt or None), source or None, target or None)
+        _language(found.source_lang, "the source language", languages)
+        _language(found.target_lang, "the target language", languages)
+        cap = self.settings.tm_entries_per_key
+        with self._writing:
+            held = self.memory.count(owner)
+            if cap and held + len(found.pairs) > cap:
+                who = f"API key {owner}" if owner else "the operator (API keys are off)"
+                raise TMQuota(f"{who} holds {held:,} translation-memory entries and this file has "
+                              f"{len(found.pairs):,} more, past the limit of {cap:,} (MTSERVE_TM_ENTRIES_PER_KEY); "
+                              "delete some (DELETE /tm/entries?origin=...) or import a smaller file")
+            report = AddReport(skipped=dict(found.skipped))
+            self.memory.add(found.pairs, found.source_lang, found.target_lang, origin=origin, owner=owner,
+                            report=report)
+            held = self.memory.count(owner)
+        return ImportResult(found.source_lang, found.target_lang, origin, report, held)
+
+    # --- reading -------------------------------------------------------------------------
+    def search(self, scope: TMScope, text: object, source: object, target: object, limit: int = 10,
+               min_similarity: float = 0.0) -> list[TMMatch]:
+        """The entries (of the caller's own) most similar to ``text``, best first; an exact match scores 100."""
+        scope.check_identity()
+        text = _text(text, "q")
+        source_lang = _language(source, "source", None)
+        target_lang = _language(target, "target", None)
+        if not 1 <= limit <= MAX_SEARCH:
+            raise TMError(f"limit must be between 1 and {MAX_SEARCH}")
+        if not 0 <= min_similarity <= 100:
+            raise TMError("min_similarity must be between 0 and 100")
+        owner = scope.owner
+        matches = self.memory.similar(text, source_lang, target_lang, k=limit, min_similarity=min_similarity,
+                                      owner=owner, candidates=self.settings.tm_candidates, shared=False)
+        exact = self.memory.exact(text, source_lang, target_lang, owner=owner, shared=False)
+        if exact is not None and all(m.entry.id != exact.id for m in matches):
+            matches = [TMMatch(exact, 100.0), *matches][:limit]
+        return matches
+
+    def stats(self, scope: TMScope) -> tuple[list[PairStats], int]:
+        """Per language pair: the caller's entries, suggestions and origins; and how many entries it holds."""
+        scope.check_identity()
+        held = self.memory.count(scope.owner)
+        return self.memory.stats(owner=scope.owner, shared=False), held
+
+    def entries(self, scope: TMScope, source: str | None = None, target: str | None = None,
+                origin: str | None = None, after: int = 0, limit: int = 100,
+                suggestions: bool = False) -> list[TMEntry]:
+        """A page of the caller's entries (the operator: anyone's) in the order they came."""
+        scope.check_identity()
+        if suggestions:
+            scope.check_operator("listing suggestions")
+        if not 1 <= limit <= MAX_PAGE:
+            raise TMError(f"limit must be between 1 and {MAX_PAGE}")
+        return list(self.memory.entries(source or None, target or None, owner=scope.owner,
+                                        suggestions=suggestions, shared=False, origin=origin, after=after,
+                                        limit=limit))
+
+    # --- deleting ------------------------------------------------------------------------
+    def delete(self, scope: TMScope, *, ids: Iterable[int] | None = None, origin: str | None = None) -> int:
+        """Delete the caller's entries by id or by origin (the operator: anyone's, suggestions too)."""
+        scope.check_identity()
+        if (ids is None) == (origin is None):
+            raise TMError("delete by id (DELETE /tm/entries/{id}) or by origin (DELETE /tm/entries?origin=...)")
+        removed = self.memory.remove(ids=ids, origin=origin, owner=scope.owner)
+        if not removed:
+            which = f"origin {origin!r}" if origin is not None else "that id"
+            whose = "" if scope.everything else f" of API key {scope.key_id}"
+            raise UnknownEntry(f"no entry{whose} has {which}; see GET /tm/entries")
+        return removed
+
+    # --- suggestions ---------------------------------------------------------------------
+    def suggest(self, key_id: str | None, q: object, s: object, source: object, target: object,
+                languages: Collection[str] | None = None) -> None:
+        """Store a suggested translation, to be accepted by the operator before it serves anyone."""
+        if not self.settings.suggestions:
+            raise SuggestionsOff("Suggestions are disabled on this server.")
+        q, s = _text(q, "q"), _text(s, "s")
+        source_lang = _language(source, "source", languages)
+        target_lang = _language(target, "target", languages)
+        if source_lang == target_lang:
+            raise TMError(f"source and target are both {source_lang!r}; give two different languages")
+        origin = SUGGEST_ORIGIN + (key_id or "anonymous")
+        cap = self.settings.tm_suggestions_per_key
+        with self._writing:
+            waiting = self.memory.count(None, suggestions=True, origin=origin)
+            if cap and waiting >= cap:
+                who = f"API key {key_id}" if key_id else "callers without an API key"
+                raise TMQuota(f"{waiting:,} suggestions from {who} are waiting for the operator, the limit "
+                              "(MTSERVE_TM_SUGGESTIONS_PER_KEY); send more once some are accepted")
+            self.memory.add([(q, s)], source_lang, target_lang, origin=origin, owner=None, suggestion=True)
+
+    def accept(self, scope: TMScope, ids: Iterable[int] | None = None) -> int:
+        """Turn suggestions (those ``ids``, or all) into entries that serve every caller: the operator's."""
+        scope.check_operator("accepting suggestions")
+        return self.memory.accept(None if ids is None else list(ids))
