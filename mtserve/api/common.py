@@ -8,9 +8,12 @@ and gets a 400 that says what is wrong instead of an exception that becomes a 50
   more than 4,300 digits, invalid UTF-8 and lone surrogates, and bounds its own recursion (never
   the Python stack's); nesting deeper than ``json_max_depth`` is refused too. JSON carried in a
   text field (a form's ``glossary``) goes through the same function.
-- Form data (``read_form``): starlette's parser with bounded field counts and sizes, read in one
-  pass; a document upload (``read_upload``) is read as a stream, so its size limit and its key are
-  checked as the bytes arrive, not after the whole body is in memory.
+- Form data (``read_form``) and query strings (``query_fields``): UTF-8, as Flask and
+  LibreTranslate read them, unless the Content-Type names another charset (an unknown one is a
+  400); URL-encoded bodies are parsed here with bounded field counts (starlette would read raw
+  bytes as Latin-1), multipart by starlette's parser with bounded counts and sizes. A document
+  upload (``read_upload``) is read as a stream, so its size limit and its key are checked as the
+  bytes arrive, not after the whole body is in memory.
 - Loosely typed fields (``text_field``, ``int_field``...): DeepL and OpenAI bodies are read as
   plain dicts, and a field of the wrong JSON type is refused by name.
 - Keys (``admit``, ``authorize``): from the body's ``api_key``, an ``Authorization`` header, or an
@@ -21,10 +24,12 @@ and gets a 400 that says what is wrong instead of an exception that becomes a 50
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Protocol, TypeVar
+from urllib.parse import parse_qsl
 
 import pydantic_core
 from fastapi import Request
@@ -118,22 +123,46 @@ async def read_json(request: Request) -> Any:
 
 
 # --- form data and query strings -------------------------------------------------------------------
-async def read_form(request: Request) -> dict[str, Any]:
-    """URL-encoded or multipart form fields; a repeated field (``text=a&text=b``) becomes a list.
+FORM_TYPES = (b"application/x-www-form-urlencoded", b"multipart/form-data")
 
-    Bounded by starlette's parser (batch_limit texts and ``FORM_EXTRA_FIELDS`` other fields, 1 MiB
-    a field) and read in one pass; a file part here is refused, since documents have their own routes.
-    """
-    settings: Settings = request.app.state.settings
+
+def content_type_of(request: Request) -> tuple[bytes, dict[bytes, bytes]]:
+    """The request's media type, lowercased, and its parameters (charset, boundary)."""
+    media_type, params = parse_options_header(request.headers.get("content-type"))
+    return media_type.lower(), params
+
+
+def form_charset(params: dict[bytes, bytes]) -> str:
+    """The text encoding a form names in its Content-Type (UTF-8 if none), or a 400 for one unknown."""
+    named = params.get(b"charset", b"utf-8").decode("latin-1").strip().strip('"')
     try:
-        form = await request.form(max_files=0, max_fields=settings.batch_limit + FORM_EXTRA_FIELDS)
-    except StarletteHTTPException as exc:  # starlette's MultiPartException: too many fields, a file...
-        raise ApiError(400, f"could not read the form: {exc.detail}; documents go to /translate_file") \
-            from None
-    except ClientDisconnect:
-        raise ApiError(CLIENT_CLOSED, GONE) from None
+        info = codecs.lookup(named)
+    except LookupError:
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):  # base64, zlib: codecs, not charsets
+        raise ApiError(400, f"the Content-Type names charset {shown(named)}, which is not a known text "
+                            "encoding; send the form as UTF-8 (charset=utf-8, or no charset at all)")
+    return info.name
+
+
+def parse_urlencoded(raw: bytes, charset: str, max_fields: int, what: str) -> list[tuple[str, str]]:
+    """``a=1&b=2`` as (name, value) pairs: raw bytes and %-escapes both read as ``charset``, so a
+    client that sends UTF-8 unescaped (``curl -d 'q=你好'``) is read as it meant; bytes that are not
+    ``charset`` text are a 400, not mojibake."""
+    try:
+        return parse_qsl(raw.decode(charset), keep_blank_values=True, encoding=charset, errors="strict",
+                         max_num_fields=max_fields)
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, f"{what} is not valid {charset} text ({exc.reason} at byte {exc.start}); "
+                            "send UTF-8, or name the charset in the Content-Type") from None
+    except ValueError:  # parse_qsl's "Max number of fields exceeded"
+        raise ApiError(400, f"{what} has more than {max_fields} fields") from None
+
+
+def as_fields(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """(name, value) pairs as a dict; a repeated name (``text=a&text=b``) becomes a list, in order."""
     fields: dict[str, Any] = {}
-    for key, value in form.multi_items():
+    for key, value in pairs:
         if key in fields:
             previous = fields[key]
             fields[key] = (previous if isinstance(previous, list) else [previous]) + [value]
@@ -142,19 +171,61 @@ async def read_form(request: Request) -> dict[str, Any]:
     return fields
 
 
+def max_form_fields(request: Request) -> int:
+    settings: Settings = request.app.state.settings
+    return settings.batch_limit + FORM_EXTRA_FIELDS
+
+
+async def read_form(request: Request) -> dict[str, Any]:
+    """URL-encoded or multipart form fields, read as UTF-8 or the charset the Content-Type names; a
+    repeated field (``text=a&text=b``) becomes a list.
+
+    At most batch_limit texts and ``FORM_EXTRA_FIELDS`` other fields (a multipart field 1 MiB at
+    most, by starlette's parser), read in one pass; a file part here is refused, since documents
+    have their own routes.
+    """
+    media_type, params = content_type_of(request)
+    charset = form_charset(params)  # starlette's multipart parser reads the same parameter
+    try:
+        if media_type == b"application/x-www-form-urlencoded":
+            return as_fields(parse_urlencoded(await request.body(), charset, max_form_fields(request),
+                                              "the form"))
+        form = await request.form(max_files=0, max_fields=max_form_fields(request))
+    except StarletteHTTPException as exc:  # starlette's MultiPartException: too many fields, a file...
+        raise ApiError(400, f"could not read the form: {exc.detail}; documents go to /translate_file") \
+            from None
+    except ClientDisconnect:
+        raise ApiError(CLIENT_CLOSED, GONE) from None
+    return as_fields(form.multi_items())
+
+
+def query_fields(request: Request) -> dict[str, Any]:
+    """The query string's fields, UTF-8 (raw bytes and %-escapes alike, a 400 otherwise); a
+    repeated name becomes a list."""
+    raw = request.scope.get("query_string", b"")
+    if not raw:
+        return {}
+    return as_fields(parse_urlencoded(raw, "utf-8", max_form_fields(request), "the query string"))
+
+
 def is_json(request: Request) -> bool:
-    return "application/json" in request.headers.get("content-type", "")
+    """JSON as Flask's ``request.is_json`` sees it: application/json or application/*+json."""
+    media_type, _ = content_type_of(request)
+    return media_type == b"application/json" or (media_type.startswith(b"application/")
+                                                   and media_type.endswith(b"+json"))
 
 
 def is_form(request: Request) -> bool:
-    return "form" in request.headers.get("content-type", "")
+    return content_type_of(request)[0] in FORM_TYPES
 
 
-async def read_fields(request: Request, *, merge_query: bool = False) -> dict[str, Any]:
-    """A request's fields as a dict: a JSON object, form data, or the query string.
+async def read_fields(request: Request, *, query_first: bool = False) -> dict[str, Any]:
+    """A request's fields as a dict: a JSON object alone, or form fields with the query string's.
 
-    LibreTranslate routes (``merge_query=False``) take the query string only when there is no
-    body; DeepL routes (``merge_query=True``) take query parameters under any form fields.
+    A JSON body is read alone (as LibreTranslate reads ``request.get_json()``). Otherwise the
+    form's fields (if the body is a form; any other body is not read) and the query string's
+    are merged: DeepL's routes let the form's win, LibreTranslate's (``query_first``) the query's,
+    as werkzeug's ``request.values`` (``CombinedMultiDict([args, form])``) answers ``get``.
     """
     if is_json(request):
         data = await read_json(request)
@@ -162,15 +233,9 @@ async def read_fields(request: Request, *, merge_query: bool = False) -> dict[st
             raise ApiError(400, f"the JSON body must be an object, not {json_type(data)}, "
                                 'e.g. {"q": "...", "target": "en"}')
         return data
-    fields: dict[str, Any] = dict(request.query_params) if merge_query else {}
-    if is_form(request):
-        fields.update(await read_form(request))
-        return fields
-    if merge_query:
-        return fields
-    if not request.headers.get("content-type") and request.query_params:
-        return dict(request.query_params)
-    raise ApiError(400, "send the fields as JSON (Content-Type: application/json) or as form data")
+    query = query_fields(request)
+    form = await read_form(request) if is_form(request) else {}
+    return {**form, **query} if query_first else {**query, **form}
 
 
 def validation_context(request: Request) -> dict[str, Any]:

@@ -98,7 +98,7 @@ def glossary_scope(request: Request) -> GlossaryScope:
 
 async def fields_of(request: Request) -> dict[str, Any]:
     """JSON or form data, with query parameters under form fields; repeated fields become lists."""
-    return await read_fields(request, merge_query=True)
+    return await read_fields(request)
 
 
 def tag_list(fields: dict[str, Any], name: str) -> frozenset[str]:

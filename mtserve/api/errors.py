@@ -3,6 +3,10 @@
 Bad input is a 4xx that says what to fix; overload is 503 with Retry-After; a
 missed deadline is 504. Only a real server fault is a 500, and it carries the
 request id so the log line can be found, never a stack trace.
+
+The LibreTranslate family (every path outside ``/v1/`` and ``/v2/``) words the errors its
+clients and monitors compare as LibreTranslate's ``app.py`` does ("zz is not supported",
+"Invalid API key"), and puts mtserve's longer advice in a ``hint`` field beside ``error``.
 """
 
 from __future__ import annotations
@@ -19,20 +23,25 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
 from mtserve.engines.base import EngineError
-from mtserve.service.access import AccessDenied, QuotaExceeded, RateLimited
+from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
 from mtserve.service.glossary import GlossaryError, GlossaryForbidden, GlossaryTooLarge, UnknownGlossary
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
 from mtserve.service.translator import UnsupportedLanguage
+from mtserve.text.languages import language_name
 
 log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+    """An HTTP error: ``message`` is the error itself, ``hint`` the advice on what to do about it."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None,
+                 hint: str | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers or {}
+        self.hint = hint
 
 
 class BodyTooLarge(Exception):
@@ -56,6 +65,7 @@ class ErrorBody(BaseModel):
     """LibreTranslate's error shape, as the OpenAPI document shows it."""
 
     error: str
+    hint: str | None = None  # mtserve's advice on what to do, beside LibreTranslate's words
 
 
 # The error responses the OpenAPI document lists for the routes that translate.
@@ -70,23 +80,31 @@ OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                       404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
 
 
-def error_body(status: int, message: str, path: str = "") -> dict:
+def is_libretranslate(path: str) -> bool:
+    """Whether ``path`` belongs to the LibreTranslate family: everything outside DeepL's and OpenAI's."""
+    return not path.startswith(("/v1/", "/v2/"))
+
+
+def error_body(status: int, message: str, path: str = "", hint: str | None = None) -> dict:
     """The error shape each API family's clients parse.
 
-    LibreTranslate: {"error": "..."}; DeepL (/v2): {"message": "..."};
-    OpenAI (/v1): {"error": {"message", "type", "param", "code"}}.
+    LibreTranslate: {"error": "...", "hint": "..."} (hint only when there is one); DeepL (/v2):
+    {"message": "..."}; OpenAI (/v1): {"error": {"message", "type", "param", "code"}}. The two
+    without a hint field carry it in the message.
     """
+    if is_libretranslate(path):
+        return {"error": message, "hint": hint} if hint else {"error": message}
+    if hint:
+        message = f"{message} ({hint})"
     if path.startswith("/v2/"):
         return {"message": message}
-    if path.startswith("/v1/"):
-        kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-    return {"error": message}
+    kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None,
-                   path: str = "") -> JSONResponse:
-    return JSONResponse(error_body(status, message, path), status_code=status, headers=headers)
+                   path: str = "", hint: str | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, message, path, hint), status_code=status, headers=headers)
 
 
 def describe_validation_error(exc: RequestValidationError) -> str:
@@ -142,20 +160,51 @@ def status_of(exc: Exception, path: str = "") -> tuple[int, dict[str, str]] | No
     return None
 
 
-def message_of(exc: Exception, path: str = "") -> str:
+def words_of(exc: Exception, path: str = "") -> tuple[str, str | None]:
+    """(message, hint) of a service exception for a request to ``path``, in its family's words."""
+    if is_libretranslate(path):
+        words = libretranslate_words(exc)
+        if words is not None:
+            return words
     message = str(exc)
     if isinstance(exc, DeadlineExceeded):
-        return f"translation did not finish within the deadline ({message}); send shorter text or retry"
+        return f"translation did not finish within the deadline ({message}); send shorter text or retry", None
     if isinstance(exc, UnsupportedLanguage):
         hint = next(h for prefix, h in LANGUAGE_HINTS.items() if path.startswith(prefix))
-        return f"{message} ({hint})"
-    return message
+        return f"{message} ({hint})", None
+    return message, None
+
+
+def clipped(code: str, limit: int = 40) -> str:
+    """A client's language code echoed back, cut short: hostile input is not echoed whole."""
+    return code if len(code) <= limit else code[:limit] + "..."
+
+
+def libretranslate_words(exc: Exception) -> tuple[str, str | None] | None:
+    """LibreTranslate's own error string for ``exc`` (from its app.py), with mtserve's advice as the
+    hint; None where LibreTranslate has no such error, and mtserve's message stands."""
+    if isinstance(exc, UnsupportedLanguage):
+        if exc.pair is not None:
+            source, target = exc.pair
+            return (f"{language_name(target)} ({target}) is not available as a target language from "
+                    f"{language_name(source)} ({source})",
+                    f"{exc}; see GET /languages for each source's targets")
+        if exc.code is not None:
+            return (f"{clipped(exc.code)} is not supported",
+                    f"{exc.role} must be one of: {', '.join(exc.supported)}; see GET /languages")
+    if isinstance(exc, InvalidKey):
+        return "Invalid API key", "the key is none of this server's; check it, or ask the operator for one"
+    if isinstance(exc, KeyRequired):
+        return "Please contact the server operator to get an API key", str(exc)
+    if isinstance(exc, RateLimited) and exc.limit:
+        return f"Slowdown: {exc.limit} per 1 minute", str(exc)  # flask-limiter's words for the limit
+    return None
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError):
-        return error_response(exc.status, exc.message, exc.headers, path=request.url.path)
+        return error_response(exc.status, exc.message, exc.headers, path=request.url.path, hint=exc.hint)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError):
@@ -179,7 +228,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if found is None:
             return _internal(request, exc)
         status, headers = found
-        return error_response(status, message_of(exc, request.url.path), headers or None, path=request.url.path)
+        message, hint = words_of(exc, request.url.path)
+        return error_response(status, message, headers or None, path=request.url.path, hint=hint)
 
     for kind, _ in STATUS_OF:
         app.add_exception_handler(kind, _mapped)
@@ -196,5 +246,8 @@ def install_error_handlers(app: FastAPI) -> None:
 def _internal(request: Request, exc: Exception) -> JSONResponse:
     request_id = request.scope.get("state", {}).get("request_id", "-")
     log.error("request failed", exc_info=exc, extra={"event": "error", "request_id": request_id})
-    return error_response(500, f"internal error while translating (request id {request_id})",
-                          path=request.url.path)
+    path = request.url.path
+    if is_libretranslate(path) and path.startswith("/translate"):  # LibreTranslate's words for a 500
+        return error_response(500, f"Cannot translate text: internal error (request id {request_id})",
+                              path=path, hint="the server's log has the details under this request id")
+    return error_response(500, f"internal error while translating (request id {request_id})", path=path)

@@ -1,8 +1,14 @@
-"""The LibreTranslate family: /translate, its stream, /languages, /detect, /frontend/settings, the WebUI.
+"""The LibreTranslate family: /translate (and its stream), /languages, /detect, /frontend/settings,
+/spec, the WebUI.
 
 Each route parses LibreTranslate's shape, calls the shared path in
 ``mtserve.api.common``, and shapes LibreTranslate's answer. Translation logic
 lives in ``mtserve.service``; no engine is named here.
+
+Fields are read as LibreTranslate (Flask) reads them: a JSON object, or ``request.values``, the
+query string's fields over a form's (UTF-8). The key is checked first, then the fields, and the
+errors a client or monitor compares are LibreTranslate's own strings (its ``app.py``), with
+mtserve's advice in ``hint``; mtserve's own fields (glossary, tm, timeout...) keep mtserve's words.
 """
 
 from __future__ import annotations
@@ -18,17 +24,22 @@ from pydantic import BaseModel, ValidationError
 from sse_starlette.sse import EventSourceResponse
 
 from mtserve.api.common import (
+    FORM_TYPES,
     admit,
+    content_type_of,
+    is_json,
     key_id_of,
     open_stream,
+    query_fields,
     read_fields,
     relay,
     run_call,
     runtime_of,
     service_of,
+    text_field,
     validation_context,
 )
-from mtserve.api.errors import ERRORS, ApiError, ErrorBody, describe_validation_error
+from mtserve.api.errors import ERRORS, ApiError, ErrorBody, clipped, describe_validation_error
 from mtserve.api.schemas import (
     DetectedLanguage,
     DetectRequest,
@@ -49,6 +60,9 @@ Model = TypeVar("Model", bound=BaseModel)
 TRANSLATE_ERRORS = {
     **ERRORS, 404: {"model": ErrorBody, "description": "No stored glossary has that glossary_id."},
 }
+# The WebUI waits this long after the last keystroke before it translates (LibreTranslate's
+# frontendTimeout, in ms; the WebUI reads it from /frontend/settings).
+FRONTEND_TIMEOUT_MS = 400
 
 
 def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
@@ -70,25 +84,79 @@ def validate_as(request: Request, model: type[Model], data: dict[str, Any]) -> M
     try:
         return model.model_validate(data, context=validation_context(request))
     except ValidationError as exc:
-        raise ApiError(400, describe_validation_error(exc)) from None
+        detail = describe_validation_error(exc).removeprefix("invalid request: ")
+        raise ApiError(400, f"Invalid request: {detail}") from None
 
 
-async def parse_body(request: Request, model: type[Model]) -> Model:
-    """JSON or form data, like LibreTranslate; a repeated form field becomes a list."""
-    return validate_as(request, model, await read_fields(request))
+async def read_values(request: Request) -> dict[str, Any]:
+    """The fields as LibreTranslate reads them: a JSON object, or its ``request.values`` (the query
+    string's fields over a form's); a repeated form field becomes a list."""
+    return await read_fields(request, query_first=True)
+
+
+WHAT = {"q": "the text (a list of texts for a batch)", "target": "the target language code"}
+
+
+def missing(request: Request, name: str, why: str = "") -> ApiError:
+    """LibreTranslate's 400 for a field that is absent or empty, with where to send it as the hint."""
+    hint = why or f"send {name}, {WHAT.get(name, name)}, as a JSON field, a form field or in the query string"
+    media_type, _ = content_type_of(request)
+    if media_type and media_type not in FORM_TYPES and not is_json(request):
+        shown_type = media_type.decode("latin-1")[:60]
+        hint += (f"; a body of type {shown_type} is not read: send JSON (Content-Type: application/json) "
+                 "or form data")
+    return ApiError(400, f"Invalid request: missing {name} parameter", hint=hint)
+
+
+def over_limit(size: int, limit: int, hint: str) -> ApiError:
+    """LibreTranslate's 400 for a request over its text or batch limit (it words both alike)."""
+    return ApiError(400, f"Invalid request: request ({size}) exceeds text limit ({limit})", hint=hint)
+
+
+def checked_fields(request: Request, fields: dict[str, Any], *, translate: bool = True) -> dict[str, Any]:
+    """LibreTranslate's checks, in its order and words, before the request model's: the key, then q,
+    target, format and alternatives. A missing source is ``auto``, where LibreTranslate asks for one."""
+    admit(request, text_field(fields, "api_key", label="api_key") or None)
+    if not fields.get("q"):  # absent, null, "" or []
+        why = "q is an empty list; send at least one text" if fields.get("q") == [] else ""
+        raise missing(request, "q", why)
+    if not translate:
+        return fields
+    if not fields.get("target"):
+        raise missing(request, "target")
+    fields = {**fields, "source": fields.get("source") or "auto", "format": fields.get("format") or "text"}
+    if fields["format"] not in ("text", "html"):
+        raise ApiError(400, f"{clipped(str(fields['format']))} format is not supported",
+                       hint="format is text or html")
+    if fields.get("alternatives") not in (None, ""):
+        fields["alternatives"] = alternatives_of(fields["alternatives"], request.app.state.settings)
+    return fields
+
+
+def alternatives_of(value: Any, settings: Settings) -> int:
+    """How many alternatives, read as LibreTranslate does (``max(0, int(value))``), within the limit."""
+    try:
+        count = max(0, int(value))
+    except (TypeError, ValueError, OverflowError):
+        raise ApiError(400, "Invalid request: alternatives parameter is not a number",
+                       hint=f"alternatives is a whole number from 0 to {settings.max_alternatives}") from None
+    if count > settings.max_alternatives:
+        raise ApiError(400, f"Invalid request: alternatives parameter must be <= {settings.max_alternatives}",
+                       hint="the server's limit is MTSERVE_MAX_ALTERNATIVES")
+    return count
 
 
 def validate_translate(req: TranslateRequest, settings: Settings) -> list[str]:
     texts = req.q if isinstance(req.q, list) else [req.q]
-    if isinstance(req.q, list) and not texts:
-        raise ApiError(400, "q is an empty list; send at least one text")
     if len(texts) > settings.batch_limit:
-        raise ApiError(413, f"q has {len(texts)} texts; the batch limit is {settings.batch_limit}")
+        raise over_limit(len(texts), settings.batch_limit,
+                         f"q has {len(texts)} texts; the batch limit is {settings.batch_limit} "
+                         "(MTSERVE_BATCH_LIMIT): send them in several requests")
     chars = sum(len(t) for t in texts)
     if chars > settings.char_limit:
-        raise ApiError(413, f"the request has {chars} characters; the limit is {settings.char_limit}")
-    if req.alternatives > settings.max_alternatives:
-        raise ApiError(400, f"alternatives is {req.alternatives}; the most allowed is {settings.max_alternatives}")
+        raise over_limit(chars, settings.char_limit,
+                         f"the request has {chars} characters, all its texts together; the limit is "
+                         f"{settings.char_limit} (MTSERVE_CHAR_LIMIT): split the text into several requests")
     try:
         check_request_entries(req.glossary, settings.glossary_request_entries)
     except GlossaryTooLarge as exc:
@@ -131,8 +199,8 @@ async def favicon():
 async def translate(request: Request):
     """Translate a text or a list of texts (LibreTranslate's contract)."""
     settings: Settings = request.app.state.settings
-    req = await parse_body(request, TranslateRequest)
-    admit(request, req.api_key)
+    fields = checked_fields(request, await read_values(request))
+    req = validate_as(request, TranslateRequest, fields)
     texts = validate_translate(req, settings)
     service = service_of(request)
     usage = Usage()
@@ -165,11 +233,11 @@ def server_timing(usage: Usage) -> str:
     )
 
 
-async def _stream(request: Request, req: TranslateRequest):
+async def _stream(request: Request, fields: dict[str, Any]):
     settings: Settings = request.app.state.settings
+    req = validate_as(request, TranslateRequest, checked_fields(request, fields))
     if isinstance(req.q, list):
         raise ApiError(400, "the stream endpoint takes one text in q, not a list")
-    admit(request, req.api_key)
     validate_translate(req, settings)
     service = service_of(request)
     usage = Usage()
@@ -195,17 +263,16 @@ async def _stream(request: Request, req: TranslateRequest):
 )
 async def translate_stream(request: Request):
     """Server-sent events: `detected`, then `delta` (text to append), then `done` (final text)."""
-    return await _stream(request, await parse_body(request, TranslateRequest))
+    return await _stream(request, await read_values(request))
 
 
 @router.get("/translate/stream", responses=TRANSLATE_ERRORS, response_class=EventSourceResponse)
-async def translate_stream_get(request: Request, q: str, target: str, source: str = "auto",
-                               format: str = "text", api_key: str | None = None,
+async def translate_stream_get(request: Request, q: str | None = None, target: str | None = None,
+                               source: str = "auto", format: str = "text", api_key: str | None = None,
                                glossary: str | None = None, glossary_id: str | None = None):
-    """The same stream for EventSource clients, with the fields in the query string."""
-    fields = {"q": q, "source": source, "target": target, "format": format, "api_key": api_key,
-              "glossary": glossary, "glossary_id": glossary_id}
-    return await _stream(request, validate_as(request, TranslateRequest, fields))
+    """The same stream for EventSource clients, with the fields in the query string (q and target
+    are required; the parameters are named here for the API document, and read as UTF-8 below)."""
+    return await _stream(request, query_fields(request))
 
 
 # --- languages and detection ------------------------------------------------------
@@ -220,11 +287,12 @@ async def languages(request: Request):
              openapi_extra=_body_doc(DetectRequest))
 async def detect(request: Request):
     """Candidate languages of q, best first, with confidence 0-100."""
-    req = await parse_body(request, DetectRequest)
-    admit(request, req.api_key)
+    fields = checked_fields(request, await read_values(request), translate=False)
+    req = validate_as(request, DetectRequest, fields)
     settings: Settings = request.app.state.settings
     if len(req.q) > settings.char_limit:
-        raise ApiError(413, f"q has {len(req.q)} characters; the limit is {settings.char_limit}")
+        raise over_limit(len(req.q), settings.char_limit, f"q has {len(req.q)} characters; the limit is "
+                         f"{settings.char_limit} (MTSERVE_CHAR_LIMIT)")
     service = service_of(request)
     found = await asyncio.to_thread(service.detect, req.q)
     return [DetectedLanguage(language=d.language, confidence=d.confidence) for d in found]
@@ -232,23 +300,33 @@ async def detect(request: Request):
 
 @router.get("/frontend/settings")
 async def frontend_settings(request: Request):
-    """What the WebUI needs to know: limits, default languages, the model."""
+    """What the WebUI needs to know: LibreTranslate's fields with its meanings, then mtserve's own."""
     settings: Settings = request.app.state.settings
     runtime = runtime_of(request)
+    jobs = request.app.state.jobs
     return {
-        "charLimit": settings.char_limit,
-        "batchLimit": settings.batch_limit,
-        "keyRequired": settings.api_keys and settings.require_api_key,
-        "apiKeys": settings.api_keys,
-        "suggestions": settings.suggestions,  # POST /suggest: mtserve/api/tm.py
-        # Document translation (LibreTranslate's keys, plus the upload limit); see mtserve/api/files.py.
-        "filesTranslation": bool(request.app.state.jobs.formats),
-        "supportedFilesFormat": request.app.state.jobs.extensions,
-        "fileSizeLimitMb": settings.files_max_mb,
+        # LibreTranslate's fields (its app.py, frontend_settings), with its meanings.
+        "charLimit": settings.char_limit,  # characters per request (-1 would be none; mtserve always has one)
+        "frontendTimeout": FRONTEND_TIMEOUT_MS,  # ms the WebUI waits after typing before it translates
+        "apiKeys": settings.api_keys,  # whether API keys are on
+        "keyRequired": bool(settings.api_keys and settings.require_api_key),
+        "suggestions": settings.suggestions,  # POST /suggest takes them (mtserve/api/tm.py)
+        "filesTranslation": bool(jobs.formats),
+        "supportedFilesFormat": jobs.extensions,  # ".txt", ".docx"...: POST /translate_file takes them
         "language": {
             "source": {"code": "zh", "name": language_name("zh")},
             "target": {"code": "en", "name": language_name("en")},
         },
+        # mtserve's own.
+        "batchLimit": settings.batch_limit,  # texts per request when q is a list
+        "alternativesLimit": settings.max_alternatives,
+        "fileSizeLimitMb": settings.files_max_mb,
         "model": runtime.model.model,
         "engine": runtime.model.engine,
     }
+
+
+@router.get("/spec", include_in_schema=False)
+async def spec(request: Request):
+    """The OpenAPI document, where LibreTranslate serves its own (the same as /openapi.json)."""
+    return JSONResponse(request.app.openapi())

@@ -14,10 +14,11 @@ router = APIRouter(tags=["operations"])
 
 @router.get("/health")
 async def health(request: Request):
-    """Readiness with details: 200 once the model is loaded, 503 before (or if loading failed)."""
+    """Readiness with details: 200 and LibreTranslate's ``{"status": "ok"}`` once the model is loaded
+    (mtserve's details beside it), 503 before (or if loading failed)."""
     runtime = runtime_of(request)
     body = {
-        "status": "ready" if runtime.ready else (
+        "status": "ok" if runtime.ready else (
             "restarting" if runtime.restarting else "error" if runtime.load_error else "loading"
         ),
         "restarts": runtime.restarts,

@@ -254,7 +254,7 @@ async def suggest(request: Request):
     """
     if not _settings(request).suggestions:
         raise ApiError(403, "Suggestions are disabled on this server.")
-    fields = await read_fields(request)
+    fields = await read_fields(request, query_first=True)  # as Flask's request.values
     admit(request, text_field(fields, "api_key"))
     for name in ("q", "s", "source", "target"):
         if not fields.get(name):

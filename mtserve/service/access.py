@@ -37,12 +37,21 @@ class AccessDenied(PermissionError):
     """The key is missing or wrong (403)."""
 
 
-class RateLimited(RuntimeError):
-    """Over the per-minute limit (429); ``retry_after_s`` says when to come back."""
+class InvalidKey(AccessDenied):
+    """A key was sent, and it is none of this server's."""
 
-    def __init__(self, message: str, retry_after_s: int):
+
+class KeyRequired(AccessDenied):
+    """No key was sent, and this server requires one (require_api_key)."""
+
+
+class RateLimited(RuntimeError):
+    """Over the per-minute limit (429); ``retry_after_s`` says when to come back, ``limit`` what it is."""
+
+    def __init__(self, message: str, retry_after_s: int, limit: int = 0):
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.limit = limit  # requests per minute
 
 
 class QuotaExceeded(RuntimeError):
@@ -230,7 +239,7 @@ class RateLimiter:
             if len(hits) >= limit:
                 retry = max(1, math.ceil(hits[0] + self.WINDOW_S - now))
                 raise RateLimited(
-                    f"rate limit of {limit} requests per minute reached; retry in {retry} s", retry
+                    f"rate limit of {limit} requests per minute reached; retry in {retry} s", retry, limit
                 )
             hits.append(now)
 
@@ -303,10 +312,10 @@ class AccessControl:
         if secret:
             key = self.store.lookup(secret)
             if key is None:
-                raise AccessDenied("invalid API key")
+                raise InvalidKey("invalid API key")
             return Caller(key.id, ip)
         if self.require_key:
-            raise AccessDenied(
+            raise KeyRequired(
                 "an API key is required: send it as api_key or in an Authorization: Bearer header"
             )
         return Caller(None, ip)
@@ -317,11 +326,11 @@ class AccessControl:
         if secret:
             key = self.store.lookup(secret)
             if key is None:
-                raise AccessDenied("invalid API key")
+                raise InvalidKey("invalid API key")
             self.limiter.hit(f"key:{key.id}", key.rpm)
             return Caller(key.id, ip)
         if self.require_key:
-            raise AccessDenied(
+            raise KeyRequired(
                 "an API key is required: send it as api_key or in an Authorization: Bearer header"
             )
         self.limiter.hit(f"ip:{client_network(ip)}", self.anonymous_rpm)

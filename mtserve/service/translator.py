@@ -78,7 +78,20 @@ TM_PAIRS_TTL_S = 5.0  # how long the TM's list of pairs with entries is trusted 
 
 
 class UnsupportedLanguage(ValueError):
-    pass
+    """A language, or a pair, the model does not translate.
+
+    The message is the service's own words; the fields let an API family word it its own way:
+    ``code`` (the ``role``'s language, "source" or "target") with the ``supported`` codes, or the
+    ``pair`` (source, target) the model has no direction for.
+    """
+
+    def __init__(self, message: str, *, code: str | None = None, role: str | None = None,
+                 supported: tuple[str, ...] = (), pair: tuple[str, str] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.role = role
+        self.supported = supported
+        self.pair = pair
 
 
 @dataclass
@@ -196,13 +209,13 @@ class TranslationService:
                 shown = repr(code) if len(code) <= 40 else repr(code[:40]) + "..."  # not echoed back whole
                 raise UnsupportedLanguage(
                     f"{role} language {shown} is not supported by model {self.model.model!r}; "
-                    f"use one of: {', '.join(supported)}"
+                    f"use one of: {', '.join(supported)}", code=code, role=role, supported=tuple(supported)
                 )
         # A Marian model knows two languages but translates one direction only.
         if source != "auto" and source != target and not self.model.supports(source, target):
             raise UnsupportedLanguage(
                 f"model {self.model.model!r} does not translate {source} -> {target}; "
-                f"each source has its own targets"
+                f"each source has its own targets", pair=(source, target)
             )
 
     def repair(self, text: str) -> str:

@@ -160,11 +160,13 @@ def test_api_keys_libretranslate_field_and_bearer_header(tmp_path):
                                headers={"Authorization": f"Bearer {secret}"})
         limited = translate(url, api_key=secret)
         settings = httpx.get(f"{url}/frontend/settings").json()
-    assert missing.status_code == 403 and "required" in missing.json()["error"]
-    assert wrong.status_code == 403 and "invalid API key" in wrong.json()["error"]
+    # LibreTranslate's words in error, mtserve's advice in hint
+    assert missing.status_code == 403 and "required" in missing.json()["hint"]
+    assert missing.json()["error"] == "Please contact the server operator to get an API key"
+    assert wrong.status_code == 403 and wrong.json()["error"] == "Invalid API key"
     assert by_field.status_code == 200 and by_header.status_code == 200
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
-    assert "per minute" in limited.json()["error"]
+    assert limited.json()["error"] == "Slowdown: 2 per 1 minute" and "per minute" in limited.json()["hint"]
     assert settings["keyRequired"] is True
 
 

@@ -116,7 +116,7 @@ def test_a_wrong_header_key_is_refused_before_the_upload_is_read(keyed) -> None:
     head = upload_head("/translate_file", 15_000_000, "Authorization: Bearer mts_wrong\r\n")
     answer = raw_request(url, head, b"")
     assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
-    assert b"invalid API key" in answer
+    assert b"Invalid API key" in answer  # LibreTranslate's words
 
 
 @pytest.mark.parametrize("path", ["/v2/translate", "/v2/glossaries", "/v1/chat/completions"])
@@ -141,7 +141,7 @@ def test_a_wrong_key_field_before_the_file_is_refused_before_the_file_is_read(ke
     start = multipart([("api_key", None, b"mts_wrong"), ("file", "big.txt", b"x" * 100_000)])[:50_000]
     answer = raw_request(url, upload_head("/translate_file", 15_000_000), start)
     assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
-    assert b"invalid API key" in answer
+    assert b"Invalid API key" in answer  # LibreTranslate's words
 
 
 def test_libretranslate_clients_that_send_the_key_after_a_small_file_still_work(keyed) -> None:

@@ -146,6 +146,7 @@ def test_sse_stream_sends_deltas_then_the_final_text(live_server):
 def test_health_and_metrics(live_server):
     health = httpx.get(f"{live_server}/health", timeout=TIMEOUT)
     assert health.status_code == 200 and health.json()["ready"] is True
+    assert health.json()["status"] == "ok"  # LibreTranslate's words
     assert httpx.get(f"{live_server}/health/live").json() == {"live": True}
     route = {"api": "libretranslate", "route": "/translate"}
 
@@ -184,14 +185,14 @@ def test_repeated_text_is_served_from_the_cache(model_path):
 
 @pytest.mark.parametrize(
     "kwargs, status, fragment",
-    [
-        ({"json": {"q": "你好"}}, 400, "target"),
-        ({"json": {"q": "你好", "source": "zh", "target": "xx"}}, 400, "not supported"),
+    [  # LibreTranslate's words in error, mtserve's advice in hint
+        ({"json": {"q": "你好"}}, 400, "missing target parameter"),
+        ({"json": {"q": "你好", "source": "zh", "target": "xx"}}, 400, "xx is not supported"),
         ({"json": {"q": [], "target": "en"}}, 400, "empty list"),
-        ({"json": {"q": "你好", "target": "en", "format": "pdf"}}, 400, "format"),
-        ({"json": {"q": "你" * 10001, "target": "en"}}, 413, "limit is 10000"),
-        ({"json": {"q": ["a"] * 65, "target": "en"}}, 413, "batch limit"),
-        ({"json": {"q": "你好", "target": "en", "alternatives": 99}}, 400, "alternatives"),
+        ({"json": {"q": "你好", "target": "en", "format": "pdf"}}, 400, "pdf format is not supported"),
+        ({"json": {"q": "你" * 10001, "target": "en"}}, 400, "request (10001) exceeds text limit (10000)"),
+        ({"json": {"q": ["a"] * 65, "target": "en"}}, 400, "batch limit is 64"),
+        ({"json": {"q": "你好", "target": "en", "alternatives": 99}}, 400, "alternatives parameter must be <= 3"),
         ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 400, "not valid JSON"),
         ({"content": b"[1, 2]", "headers": {"content-type": "application/json"}}, 400, "object"),
         ({"content": b"q=hi", "headers": {"content-type": "text/plain"}}, 400, "JSON"),
@@ -200,7 +201,21 @@ def test_repeated_text_is_served_from_the_cache(model_path):
 def test_bad_input_gets_a_clear_json_error(live_server, kwargs, status, fragment):
     r = post(live_server, "/translate", **kwargs)
     assert r.status_code == status, r.text
-    assert fragment in r.json()["error"]
+    assert fragment in r.json()["error"] + " " + r.json().get("hint", "")
+
+
+def test_a_raw_utf8_form_from_curl_is_translated(live_server):
+    # curl -d 'q=你好世界&source=auto&target=en' localhost:8000/translate, byte for byte (issue 17)
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    with engine_generates(live_server):
+        r = post(live_server, "/translate", content="q=你好世界&source=auto&target=en".encode(), headers=form)
+    assert r.status_code == 200, r.text
+    print(r.json())
+    assert r.json()["detectedLanguage"]["language"] == "zh", r.json()
+    assert {"hello", "world"} & words(r.json()["translatedText"]), r.json()
+    assert "German" not in r.json()["translatedText"]  # what the Latin-1 reading made of it
+    detected = post(live_server, "/detect", content="q=你好世界".encode(), headers=form)
+    assert detected.status_code == 200 and detected.json()[0]["language"] == "zh", detected.text
 
 
 def test_unknown_routes_and_methods_are_json_errors(live_server):

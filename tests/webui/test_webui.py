@@ -15,6 +15,7 @@ import json
 import re
 import urllib.parse
 
+import httpx
 import pytest
 
 from tests.servers import GENERATED_TOKENS, metric_value
@@ -131,6 +132,34 @@ def test_server_error_is_shown_then_cleared(page, ui_server):
     page.wait_for_function(
         "() => document.querySelector('#target-text').textContent === 'fake final'")
     assert page.is_hidden("#error")
+
+
+def test_the_hint_is_shown_after_libretranslates_error(page, ui_server):
+    page.route("**/translate/stream", lambda route: route.fulfill(
+        status=400, content_type="application/json",
+        body=json.dumps({"error": "zz is not supported", "hint": "target must be one of: en, zh; see GET /languages"})))
+    open_ui(page, ui_server, "?source=zh&target=en")
+
+    page.fill("#source-text", "测试")
+    page.wait_for_selector("#error", state="visible")
+    assert "zz is not supported — target must be one of: en, zh; see GET /languages" in page.text_content("#error")
+
+
+def test_the_typing_delay_is_the_servers_frontend_timeout(page, ui_server):
+    settings = httpx.get(f"{ui_server}/frontend/settings").json()
+    assert settings["frontendTimeout"] == 400  # the page's own default, from the server
+    page.route("**/frontend/settings", lambda route: route.fulfill(
+        content_type="application/json", body=json.dumps({**settings, "frontendTimeout": 60_000})))
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if "/translate" in r.url else None)
+    open_ui(page, ui_server, "?source=zh&target=en")
+
+    page.fill("#source-text", "测试")
+    page.wait_for_timeout(1500)  # well past 400 ms, far short of the server's 60 s
+    assert sent == []
+    page.press("#source-text", "Control+Enter")  # translating now does not wait
+    page.wait_for_function("() => document.querySelector('#target-text').textContent.includes('测试')")
+    assert sent
 
 
 def test_over_limit_text_is_not_sent(page, ui_server):

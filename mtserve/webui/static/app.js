@@ -4,7 +4,7 @@
 'use strict';
 
 (() => {
-  const TRANSLATE_DEBOUNCE_MS = 400;
+  const TRANSLATE_DEBOUNCE_MS = 400;  // until /frontend/settings gives frontendTimeout
   const URL_DEBOUNCE_MS = 300;
   const COPIED_FEEDBACK_MS = 1500;
   const RTL_LANGS = new Set(['ar', 'he', 'fa', 'ur', 'ps', 'yi', 'dv', 'ug', 'ckb', 'sd']);
@@ -41,6 +41,7 @@
     allCodes: [],                // every code, sorted by name
     charLimit: -1,
     keyRequired: false,
+    debounceMs: TRANSLATE_DEBOUNCE_MS,  // LibreTranslate's frontendTimeout
     defaults: { source: 'auto', target: 'en' },
     detected: null,              // { code, confidence } for the current auto text
     controller: null,            // AbortController of the in-flight request
@@ -235,6 +236,8 @@
           detail = JSON.stringify(detail);
         }
         message = detail || '';
+        // LibreTranslate's words in error, mtserve's advice on what to do in hint.
+        if (message && typeof data.hint === 'string' && data.hint) message += ` — ${data.hint}`;
       } catch (_) {
         message = body.trim().slice(0, 300);
       }
@@ -460,7 +463,7 @@
 
   function scheduleTranslate() {
     clearTimeout(translateTimer);
-    translateTimer = setTimeout(() => translate(), TRANSLATE_DEBOUNCE_MS);
+    translateTimer = setTimeout(() => translate(), state.debounceMs);
   }
 
   // ------------------------------------------------------------- actions
@@ -603,6 +606,8 @@
       const limit = Number(s.charLimit);
       state.charLimit = Number.isFinite(limit) ? limit : -1;
       state.keyRequired = Boolean(s.keyRequired);
+      const wait = s.frontendTimeout;
+      if (typeof wait === 'number' && Number.isFinite(wait) && wait >= 0) state.debounceMs = wait;
       const src = s.language && s.language.source;
       const tgt = s.language && s.language.target;
       if (src && src.code) {

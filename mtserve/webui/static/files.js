@@ -86,6 +86,7 @@
         const data = JSON.parse(body);
         message = (data && (data.error || data.detail || data.message)) || '';
         if (typeof message !== 'string') message = JSON.stringify(message);
+        if (message && typeof data.hint === 'string' && data.hint) message += ` — ${data.hint}`;
       } catch (_) {
         message = body.trim().slice(0, 300);
       }
