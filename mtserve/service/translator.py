@@ -57,7 +57,7 @@ from mtserve.text.encoding import repair_mojibake
 from mtserve.text.html import HTML, TagHandling, parse_html
 from mtserve.text.languages import language_name
 from mtserve.text.punctuation import has_words, passthrough
-from mtserve.text.segment import join_pieces, split_text
+from mtserve.text.segment import count_sentences, join_pieces, split_text
 from mtserve.text.spacing import respace_for_target
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ class Usage:
     markup_retries: int = 0  # segments whose tags or placeholders came back wrong and were retried
     markup_fallbacks: int = 0  # segments whose tags were placed by the fallback
     tm_segments: int = 0  # segments served from the translation memory (exact matches)
+    sentence_fallbacks: int = 0  # segments of several sentences redone one sentence at a time
 
     def add(self, other: "Usage") -> None:
         self.segments += other.segments
@@ -101,6 +102,7 @@ class Usage:
         self.markup_retries += other.markup_retries
         self.markup_fallbacks += other.markup_fallbacks
         self.tm_segments += other.tm_segments
+        self.sentence_fallbacks += other.sentence_fallbacks
         self.generated_tokens += other.generated_tokens
         self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)
@@ -137,6 +139,13 @@ class _Segment:
     transfer: bool = False
     source: str = ""  # the source language, for the fallback's own requests
     entries: dict[str, str] = field(default_factory=dict)  # the glossary, for the same
+    # Several whole sentences (segment_budget_chars): how many, and what the fallback that
+    # translates them one by one needs (the segment, its format, the caller's key, whether the TM is used).
+    sentences: int = 1
+    text: str = ""
+    fmt: str = "text"
+    key_id: str | None = None
+    tm: bool = True
 
 
 @dataclass
@@ -231,10 +240,12 @@ class TranslationService:
 
     # --- planning ---------------------------------------------------------------
     def _plan(self, text: str, source: str, target: str, fmt: str,
-              tags: TagHandling | None = None) -> _Plan:
+              tags: TagHandling | None = None, budget: int | None = None) -> _Plan:
+        """``budget``: segment_budget_chars unless given (the sentence-by-sentence fallback gives 0)."""
+        budget = self.settings.segment_budget_chars if budget is None else budget
         if fmt in ("html", "xml"):
             doc = parse_html(text, tags or (HTML if fmt == "html" else TagHandling("xml")))
-            node_plans = [self._plan(node, source, target, "markup") for node in doc.segments]
+            node_plans = [self._plan(node, source, target, "markup", budget=budget) for node in doc.segments]
             segments = [seg for plan in node_plans for seg in plan.segments]
 
             def assemble(outputs: list[str]) -> str:
@@ -248,8 +259,9 @@ class TranslationService:
             return _Plan(segments, assemble, [""] + [" "] * (len(segments) - 1))
         arguments = markup.icu_arguments(text)
         if arguments:
-            return self._plan_icu(text, arguments, source, target, fmt)
-        pieces = split_text(text, source, self.settings.segment_max_chars)
+            return self._plan_icu(text, arguments, source, target, fmt, budget)
+        whole = (lambda run: "<" not in run or markup.balanced(run)) if fmt == "markup" else None
+        pieces = split_text(text, source, self.settings.segment_max_chars, budget, whole)
         if fmt == "markup":
             pieces = markup.keep_tags_whole(pieces)
         pieces = respace_for_target(pieces, target)
@@ -264,13 +276,13 @@ class TranslationService:
         return _Plan(segments, lambda outputs: join_pieces(pieces, outputs), gaps)
 
     def _plan_icu(self, text: str, arguments: list[markup.IcuArgument], source: str, target: str,
-                  fmt: str) -> _Plan:
+                  fmt: str, budget: int) -> _Plan:
         """An ICU message: the sentence with ``{count}`` for each plural/select argument, and each
         branch's text on its own (its ``#`` a placeholder); the skeleton is kept."""
         simple = markup.simple_form(text, arguments)
-        plans = [self._plan(simple, source, target, fmt)]
+        plans = [self._plan(simple, source, target, fmt, budget=budget)]
         for argument in arguments:
-            plans += [self._plan(markup.branch_text(branch), source, target, fmt)
+            plans += [self._plan(markup.branch_text(branch), source, target, fmt, budget=budget)
                       for _, branch in argument.branches]
 
         def assemble(outputs: list[str]) -> str:
@@ -469,11 +481,12 @@ class TranslationService:
     def _prepare(self, text: str, source: str, target: str, fmt: str, usage: Usage,
                  glossary: dict[str, str] | None, temperature: float = 0.0,
                  seed: int | None = None, tags: TagHandling | None = None, key_id: str | None = None,
-                 tm: bool = True) -> tuple[_Plan, list[_Segment]]:
+                 tm: bool = True, budget: int | None = None) -> tuple[_Plan, list[_Segment]]:
         """Cut a text into segments and decide, once, how each is served: passed through (no
         words), from the translation memory (an exact match), from the cache (greedy decoding
         only), or by an engine request (with the memory's most similar entries as examples)."""
-        plan = self._plan(text, source, target, fmt, tags)
+        plan = self._plan(text, source, target, fmt, tags, budget)
+        grouped = (self.settings.segment_budget_chars if budget is None else budget) > 0
         entries = self.glossary_for(source, target, glossary)
         memory = self._memory_for(source, target, tm)
         segments: list[_Segment] = []
@@ -485,6 +498,9 @@ class TranslationService:
                 continue
             item.marked = self._marked(segment, fmt)
             item.terms = matching_entries(entries, markup.strip_tags(segment) if item.marked else segment)
+            if grouped:
+                item.sentences = count_sentences(markup.strip_tags(segment) if fmt != "text" else segment, source)
+                item.text, item.fmt, item.key_id, item.tm = segment, fmt, key_id, tm
             examples: tuple[tuple[str, str], ...] = ()
             if memory is not None and item.marked is None:
                 exact, examples = self._from_memory(memory, segment, source, target, key_id)
@@ -532,6 +548,14 @@ class TranslationService:
         """An engine outcome made final: accounted, cleaned, checked by the guardrails, cached."""
         assert item.request is not None
         self._account(usage, outcome)
+        if item.sentences > 1 and guard and self.settings.guardrails:
+            output = clean_translation(outcome.result.text, item.request.text)
+            problem = guardrails.dropped_sentence(item.sentences, markup.strip_tags(output), target)
+            if problem is not None:
+                item.output = await self._one_by_one(ticket, item, problem, usage, target)
+                if item.key is not None:
+                    self.cache.put(item.key, item.output)
+                return item.output
         item.output = await self._finish(ticket, item.request, outcome, usage, target, item.terms,
                                          guard=guard)
         if item.marked is not None:
@@ -539,6 +563,18 @@ class TranslationService:
         if item.key is not None:
             self.cache.put(item.key, item.output)
         return item.output
+
+    async def _one_by_one(self, ticket: Ticket, item: _Segment, problem: guardrails.Problem, usage: Usage,
+                          target: str) -> str:
+        """The fallback for a segment of several sentences whose translation dropped one: the
+        segment planned again with no budget, so each sentence goes to the engine on its own (and
+        through the cache, the TM, the markup checks and the guardrails), and joined as before."""
+        usage.sentence_fallbacks += 1
+        self.metrics.sentence_fallbacks.inc()
+        log.info("sentence fallback", extra={"event": "sentence_fallback", "detail": problem.detail})
+        fmt = "text" if item.fmt == "text" else "markup"
+        return await self._translate_one(ticket, item.text, item.source, target, fmt, usage,
+                                         glossary=item.entries, key_id=item.key_id, tm=item.tm, budget=0)
 
     # --- markup --------------------------------------------------------------------
     async def _keep_markup(self, ticket: Ticket, item: _Segment, output: str, usage: Usage,
@@ -651,13 +687,14 @@ class TranslationService:
         self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
         temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
         tags: TagHandling | None = None, key_id: str | None = None, tm: bool = True,
+        budget: int | None = None,
     ) -> str:
         shortcut = await _off_loop(len(text), self._shortcut, text, source, target)
         if shortcut is not None:
             return shortcut[0]
         planned = Usage()  # counted apart: several texts of one request may be planned at once
         plan, segments = await _off_loop(len(text), self._prepare, text, source, target, fmt, planned, glossary,
-                                         temperature, seed, tags, key_id, tm)
+                                         temperature, seed, tags, key_id, tm, budget)
         usage.add(planned)
         pending = [item for item in segments if item.request is not None]
         outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
