@@ -146,6 +146,7 @@ class _Segment:
     fmt: str = "text"
     key_id: str | None = None
     tm: bool = True
+    one_by_one: bool = False  # a sentence of it is in the translation memory: it goes sentence by sentence
 
 
 @dataclass
@@ -509,6 +510,9 @@ class TranslationService:
                     usage.tm_segments += 1
                     self.metrics.tm_exact.inc()
                     continue
+                if item.sentences > 1 and self._memory_has_a_sentence(memory, segment, source, target, key_id):
+                    item.one_by_one = True  # its stored sentences are served as stored
+                    continue
                 if examples:
                     self.metrics.tm_examples.inc()
             key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples)
@@ -532,6 +536,12 @@ class TranslationService:
             item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
         return plan, segments
+
+    def _memory_has_a_sentence(self, memory: TranslationMemory, segment: str, source: str, target: str,
+                               key_id: str | None) -> bool:
+        """Whether one sentence of a (plain) segment of several is an exact match in the TM."""
+        pieces = split_text(segment, source, self.settings.segment_max_chars)
+        return any(memory.exact(p.text, source, target, owner=key_id) is not None for p in pieces if p.translate)
 
     @staticmethod
     def _marked(segment: str, fmt: str) -> str | None:
@@ -564,14 +574,20 @@ class TranslationService:
             self.cache.put(item.key, item.output)
         return item.output
 
-    async def _one_by_one(self, ticket: Ticket, item: _Segment, problem: guardrails.Problem, usage: Usage,
-                          target: str) -> str:
-        """The fallback for a segment of several sentences whose translation dropped one: the
-        segment planned again with no budget, so each sentence goes to the engine on its own (and
-        through the cache, the TM, the markup checks and the guardrails), and joined as before."""
-        usage.sentence_fallbacks += 1
-        self.metrics.sentence_fallbacks.inc()
-        log.info("sentence fallback", extra={"event": "sentence_fallback", "detail": problem.detail})
+    async def _split(self, ticket: Ticket, item: _Segment, usage: Usage, target: str) -> str:
+        item.output = await self._one_by_one(ticket, item, None, usage, target)
+        return item.output
+
+    async def _one_by_one(self, ticket: Ticket, item: _Segment, problem: guardrails.Problem | None,
+                          usage: Usage, target: str) -> str:
+        """The fallback for a segment of several sentences whose translation dropped one (or one of
+        whose sentences is in the TM: ``problem`` None): the segment planned again with no budget,
+        so each sentence goes to the engine on its own (and through the cache, the TM, the markup
+        checks and the guardrails), and joined as before."""
+        if problem is not None:
+            usage.sentence_fallbacks += 1
+            self.metrics.sentence_fallbacks.inc()
+            log.info("sentence fallback", extra={"event": "sentence_fallback", "detail": problem.detail})
         fmt = "text" if item.fmt == "text" else "markup"
         return await self._translate_one(ticket, item.text, item.source, target, fmt, usage,
                                          glossary=item.entries, key_id=item.key_id, tm=item.tm, budget=0)
@@ -701,7 +717,7 @@ class TranslationService:
         await asyncio.gather(*[
             self._complete(ticket, item, outcome, usage, target, guard=temperature == 0)
             for item, outcome in zip(pending, outcomes)
-        ])
+        ], *[self._split(ticket, item, usage, target) for item in segments if item.one_by_one])
         return await _off_loop(len(text), plan.assemble, [item.output or "" for item in segments])
 
     async def _alternatives(
@@ -794,6 +810,8 @@ class TranslationService:
             for i, (item, future, queue) in enumerate(zip(segments, futures, queues)):
                 if item.gap:
                     yield StreamEvent("delta", {"text": item.gap})
+                if item.one_by_one:
+                    await self._split(ticket, item, usage, target)
                 if future is None:
                     yield StreamEvent("delta", {"text": item.output or ""})
                     yield StreamEvent("segment", {"index": i, "gap": item.gap, "text": item.output or ""})

@@ -126,3 +126,17 @@ def test_dropped_sentence_counts_the_output_sentences():
     assert dropped_sentence(2, "你好。我很好。", "zh") is None
     assert dropped_sentence(2, "你好，我很好。", "zh").kind == "dropped"
     assert dropped_sentence(2, "Dr. Smith came.", "en").kind == "dropped"  # an abbreviation is not a sentence end
+
+
+def test_a_sentence_stored_in_the_translation_memory_is_served_as_stored_inside_a_group(tmp_path):
+    from mtserve.service.tm import TranslationMemory
+    from mtserve.settings import Settings
+
+    memory = TranslationMemory(Settings(home=tmp_path).tm_db)
+    memory.add([("要重新加载页面吗？", "Reload this page now?")], "zh", "en")
+    memory.close()
+    engine = ScriptedEngine(lambda request: TABLE.get(request.text), languages=("en", "zh"))
+    _, [out], usage = run(engine, tmp_path, [UI_ZH], tm_k=0)
+    assert out == "Your changes have been saved. Reload this page now? Click OK to continue!"
+    assert [c.text for c in engine.calls] == ["您的更改已保存。", "点击“确定”继续！"]
+    assert usage.tm_segments == 1 and usage.sentence_fallbacks == 0
