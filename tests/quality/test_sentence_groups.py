@@ -140,3 +140,29 @@ def test_a_sentence_stored_in_the_translation_memory_is_served_as_stored_inside_
     assert out == "Your changes have been saved. Reload this page now? Click OK to continue!"
     assert [c.text for c in engine.calls] == ["您的更改已保存。", "点击“确定”继续！"]
     assert usage.tm_segments == 1 and usage.sentence_fallbacks == 0
+
+
+def test_a_short_request_still_runs_after_at_most_one_segment_of_a_grouped_document(tmp_path):
+    """Fairness is round-robin by segment: with a budget a document has fewer, longer segments, and
+    a one-line request that arrives while it runs still goes after at most the one running."""
+    engine = FakeEngine(delay_s=0.02, slots=1)
+    document = "\n".join(f"Line {i} starts here. It goes on. It ends here." for i in range(12))
+
+    async def main():
+        async with service_for(engine, tmp_path, segment_budget_chars=400, n_parallel=1) as service:
+            async def short():
+                for _ in range(5000):  # until the document's first segment is in the engine
+                    if engine.calls:
+                        break
+                    await asyncio.sleep(0.002)
+                arrived_after = len(engine.calls)
+                await service.translate(["Hi there."], "en", "de")
+                return arrived_after
+
+            _, arrived_after = await asyncio.gather(service.translate([document], "en", "de"), short())
+            return arrived_after
+
+    arrived_after = asyncio.run(main())
+    order = [c.text for c in engine.calls]
+    assert len(order) == 13 and order[0] == "Line 0 starts here. It goes on. It ends here."  # a line per call
+    assert order.index("Hi there.") <= arrived_after + 1, order
