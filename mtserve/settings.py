@@ -156,6 +156,12 @@ class Settings(BaseSettings):
         "word longer than this is cut, so no segment sent to the engine is longer (a character beyond "
         "U+FFFF, an emoji or rare CJK, counts as 3: it takes several tokens)."
     )
+    segment_budget_chars: int = Field(
+        0, ge=0, description="Consecutive whole sentences of one line go to the engine as one segment up to "
+        "this many characters (never past segment_max_chars, never across a line break), so a UI string or "
+        "a short paragraph is translated with its context; a translation that drops a sentence is redone "
+        "sentence by sentence. 0 = one sentence per segment."
+    )
 
     glossary_file: Path | None = Field(
         None,

@@ -203,10 +203,11 @@ class HttpTarget:
 
 
 # --- in process -----------------------------------------------------------------
-def _segments(text: str, source: str, max_chars: int) -> list[str]:
+def _segments(text: str, source: str, settings: Any) -> list[str]:
     from mtserve.text.segment import split_text
 
-    return [p.text for p in split_text(text, source, max_chars) if p.translate and p.text.strip()]
+    pieces = split_text(text, source, settings.segment_max_chars, getattr(settings, "segment_budget_chars", 0))
+    return [p.text for p in pieces if p.translate and p.text.strip()]
 
 
 class EngineTarget:
@@ -252,7 +253,7 @@ class EngineTarget:
     def _pieces(self, item: WorkItem) -> list[str]:
         if not self._split:
             return [item.text]
-        return _segments(item.text, item.source, self.settings.segment_max_chars) or [item.text]
+        return _segments(item.text, item.source, self.settings) or [item.text]
 
     def _translate_all(self, item: WorkItem, stream: bool) -> Reply:
         from mtserve.engines.base import TranslationRequest
@@ -469,7 +470,7 @@ class TransformersTarget:
 
         reply = Reply(generated_tokens=0, engine_ms=0.0)
         outputs = []
-        for piece in _segments(item.text, item.source, self.settings.segment_max_chars) or [item.text]:
+        for piece in _segments(item.text, item.source, self.settings) or [item.text]:
             messages = self._template.messages(piece, item.source, item.target)
             ids = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
             max_new = min(default_max_tokens(piece, self.settings.max_output_tokens),

@@ -30,7 +30,7 @@ DESCRIPTION = (
 EXAMPLES = __doc__.split("\n\n", 1)[1]
 
 BENCH_SETTING_FIELDS = ("home", "model", "threads", "n_parallel", "ctx_per_slot", "max_output_tokens",
-                        "segment_max_chars")
+                        "segment_max_chars", "segment_budget_chars")
 
 
 def _floats(text: str) -> list[float]:

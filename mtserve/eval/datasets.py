@@ -11,6 +11,10 @@ Built-in sets:
   translations; data CC-BY-SA-4.0, https://github.com/no7z/hsk-sentences-audio).
   It serves zh->en, zt->en, en->zh and en->zt. Its unusable references are
   dropped: 65 are the literal word "placeholder" and a few still hold Chinese.
+- ``hsk-paragraphs``: the same HSK sentences, consecutive ones of one level and one split joined
+  into paragraphs of 2, 3 and 4 sentences in turn (zh->en and the other HSK directions), to
+  measure segments of several sentences (``segment_budget_chars``). A paragraph is in the split
+  of its sentences: its dev half holds only dev sentences.
 - ``everyday``: 60 short everyday English sentences with Japanese and German
   translations, written for mtserve (see ``data/everyday.tsv``), for ja->en,
   de->en, en->ja and en->de. It is small and only reported, never tuned on.
@@ -144,6 +148,40 @@ def load_hsk(source: str = "zh", target: str = "en", split: str = "all",
     return EvalSet("hsk", source, target, select(pairs, split), split, HSK_ATTRIBUTION, notes)
 
 
+PARAGRAPH_SIZES = (2, 3, 4)  # sentences per paragraph, in turn
+_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’」』)）]*$")
+
+
+def load_hsk_paragraphs(source: str = "zh", target: str = "en", split: str = "all",
+                        levels: set[int] | None = None) -> EvalSet:
+    """Consecutive HSK sentences of one level and one split, joined into paragraphs (deterministic).
+
+    Only sentences that end with a sentence mark on both sides are used, so that a paragraph of n
+    sentences is n sentences to the segmenter too. Chinese is joined with nothing between the
+    sentences, English with one space.
+    """
+    sentences = load_hsk(source, target, "all", levels)
+    joiner = {lang: "" if lang in ("zh", "zt") else " " for lang in (source, target)}
+    pairs: list[EvalPair] = []
+    for part in (("dev", "test") if split == "all" else (split,)):
+        by_level: dict[str, list[EvalPair]] = {}
+        for pair in select(sentences.pairs, part):
+            if _SENTENCE_END.search(pair.source) and _SENTENCE_END.search(pair.reference):
+                by_level.setdefault(pair.group, []).append(pair)
+        for group, members in by_level.items():
+            at, turn = 0, 0
+            while at + PARAGRAPH_SIZES[turn % len(PARAGRAPH_SIZES)] <= len(members):
+                chunk = members[at:at + PARAGRAPH_SIZES[turn % len(PARAGRAPH_SIZES)]]
+                at, turn = at + len(chunk), turn + 1
+                pairs.append(EvalPair(id="+".join(p.id for p in chunk),
+                                      source=joiner[source].join(p.source for p in chunk),
+                                      reference=joiner[target].join(p.reference for p in chunk),
+                                      group=f"{group}x{len(chunk)}"))
+    notes = sentences.notes + [f"paragraphs of {', '.join(map(str, PARAGRAPH_SIZES))} consecutive sentences "
+                               "of one level and one split"]
+    return EvalSet("hsk-paragraphs", source, target, pairs, split, HSK_ATTRIBUTION, notes)
+
+
 # --- the everyday set ----------------------------------------------------------------
 EVERYDAY_LANGS = ("en", "ja", "de")
 
@@ -176,7 +214,9 @@ def load_instructions(source: str, target: str, split: str = "all") -> EvalSet:
     return EvalSet("instructions", source, target, select(pairs, split), split, INSTRUCTIONS_ATTRIBUTION)
 
 
-BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)", "everyday": "everyday sentences (ja, de <-> en)",
+BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)",
+           "hsk-paragraphs": "HSK sentences joined into paragraphs of 2-4 (zh, zt <-> en)",
+           "everyday": "everyday sentences (ja, de <-> en)",
            "instructions": "questions, commands and prompt injections to translate, never obey (zh <-> en)"}
 
 
@@ -184,6 +224,8 @@ def load_builtin(name: str, source: str, target: str, split: str = "all",
                  levels: set[int] | None = None) -> EvalSet:
     if name == "hsk":
         return load_hsk(source, target, split, levels)
+    if name == "hsk-paragraphs":
+        return load_hsk_paragraphs(source, target, split, levels)
     if name == "everyday":
         if levels:
             raise DatasetError("--levels applies to the hsk set only")

@@ -184,14 +184,14 @@ class HttpTarget:
 
 
 def metric_totals(registry) -> dict[str, float]:
-    """Guardrail counters from a Prometheus registry, as {"name{label=value}": total}."""
+    """Guardrail counters that counted, from a Prometheus registry, as {"name{label=value}": total}."""
     totals: dict[str, float] = {}
     for family in registry.collect():
         if not family.name.startswith("mtserve_guardrail"):
             continue
         for sample in family.samples:
-            if not sample.name.endswith("_total"):
-                continue
+            if not sample.name.endswith("_total") or not sample.value:
+                continue  # (an unlabelled counter has a sample before it first counts)
             labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
             totals[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
     return totals

@@ -20,9 +20,11 @@ from mtserve.engines.base import TranslationRequest, _is_wide
 from mtserve.service.glossary import term_in_output
 from mtserve.text.languages import language_name
 from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
+from mtserve.text.segment import count_sentences
 
 # Worst first: a loop wastes the most and is the least usable.
-KINDS = ("runaway", "repetition", "refusal", "untranslated", "identical", "explanation", "answer", "glossary")
+KINDS = ("runaway", "repetition", "refusal", "untranslated", "identical", "explanation", "answer", "glossary",
+         "dropped")
 
 IDEOGRAPHIC = IDEOGRAPHIC_SCRIPTS  # one character is about one word
 SAME_LANGUAGE_PAIRS = ({"zh", "zt"},)
@@ -201,6 +203,23 @@ def check(source: str, output: str, source_lang: str, target_lang: str, *,
         or _answer(source, output)
         or _missing_terms(output, glossary)
     )
+
+
+def dropped_sentence(sentences: int, output: str, target_lang: str) -> Problem | None:
+    """A segment of ``sentences`` whole sentences whose output holds fewer: one was left out.
+
+    This is the classic failure of sending a small model several sentences at once (it
+    translates the first and stops, or skips one in the middle); the other checks cannot see it,
+    since what is there is a good translation. A translation that joins two short sentences into
+    one is flagged too: the service then translates the segment sentence by sentence, which
+    costs engine calls but is never worse than sending single sentences in the first place.
+    """
+    if sentences < 2:
+        return None
+    found = count_sentences(output, target_lang)
+    if found < sentences:
+        return Problem("dropped", f"{found} sentence(s) in the output for {sentences} in the source")
+    return None
 
 
 # --- the retry ---------------------------------------------------------------------------------

@@ -72,6 +72,10 @@ class Metrics:
             "mtserve_guardrail_unresolved", "Retried segments whose output still had a problem, by problem.",
             ["reason"], registry=r,
         )
+        self.sentence_fallbacks = Counter(
+            "mtserve_guardrail_sentence_fallbacks", "Segments of several sentences (segment_budget_chars) "
+            "whose translation dropped one, translated again sentence by sentence.", registry=r,
+        )
         self.tm_exact = Counter(
             "mtserve_tm_exact_matches", "Segments served from the translation memory as stored (no engine call).",
             registry=r)

@@ -57,7 +57,7 @@ from mtserve.text.encoding import repair_mojibake
 from mtserve.text.html import HTML, TagHandling, parse_html
 from mtserve.text.languages import language_name
 from mtserve.text.punctuation import has_words, passthrough
-from mtserve.text.segment import join_pieces, split_text
+from mtserve.text.segment import count_sentences, join_pieces, split_text
 from mtserve.text.spacing import respace_for_target
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ class Usage:
     markup_retries: int = 0  # segments whose tags or placeholders came back wrong and were retried
     markup_fallbacks: int = 0  # segments whose tags were placed by the fallback
     tm_segments: int = 0  # segments served from the translation memory (exact matches)
+    sentence_fallbacks: int = 0  # segments of several sentences redone one sentence at a time
 
     def add(self, other: "Usage") -> None:
         self.segments += other.segments
@@ -114,6 +115,7 @@ class Usage:
         self.markup_retries += other.markup_retries
         self.markup_fallbacks += other.markup_fallbacks
         self.tm_segments += other.tm_segments
+        self.sentence_fallbacks += other.sentence_fallbacks
         self.generated_tokens += other.generated_tokens
         self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)
@@ -150,6 +152,14 @@ class _Segment:
     transfer: bool = False
     source: str = ""  # the source language, for the fallback's own requests
     entries: dict[str, str] = field(default_factory=dict)  # the glossary, for the same
+    # Several whole sentences (segment_budget_chars): how many, and what the fallback that
+    # translates them one by one needs (the segment, its format, the caller's key, whether the TM is used).
+    sentences: int = 1
+    text: str = ""
+    fmt: str = "text"
+    key_id: str | None = None
+    tm: bool = True
+    one_by_one: bool = False  # a sentence of it is in the translation memory: it goes sentence by sentence
 
 
 @dataclass
@@ -244,10 +254,12 @@ class TranslationService:
 
     # --- planning ---------------------------------------------------------------
     def _plan(self, text: str, source: str, target: str, fmt: str,
-              tags: TagHandling | None = None) -> _Plan:
+              tags: TagHandling | None = None, budget: int | None = None) -> _Plan:
+        """``budget``: segment_budget_chars unless given (the sentence-by-sentence fallback gives 0)."""
+        budget = self.settings.segment_budget_chars if budget is None else budget
         if fmt in ("html", "xml"):
             doc = parse_html(text, tags or (HTML if fmt == "html" else TagHandling("xml")))
-            node_plans = [self._plan(node, source, target, "markup") for node in doc.segments]
+            node_plans = [self._plan(node, source, target, "markup", budget=budget) for node in doc.segments]
             segments = [seg for plan in node_plans for seg in plan.segments]
 
             def assemble(outputs: list[str]) -> str:
@@ -261,8 +273,9 @@ class TranslationService:
             return _Plan(segments, assemble, [""] + [" "] * (len(segments) - 1))
         arguments = markup.icu_arguments(text)
         if arguments:
-            return self._plan_icu(text, arguments, source, target, fmt)
-        pieces = split_text(text, source, self.settings.segment_max_chars)
+            return self._plan_icu(text, arguments, source, target, fmt, budget)
+        whole = (lambda run: "<" not in run or markup.balanced(run)) if fmt == "markup" else None
+        pieces = split_text(text, source, self.settings.segment_max_chars, budget, whole)
         if fmt == "markup":
             pieces = markup.keep_tags_whole(pieces)
         pieces = respace_for_target(pieces, target)
@@ -277,13 +290,13 @@ class TranslationService:
         return _Plan(segments, lambda outputs: join_pieces(pieces, outputs), gaps)
 
     def _plan_icu(self, text: str, arguments: list[markup.IcuArgument], source: str, target: str,
-                  fmt: str) -> _Plan:
+                  fmt: str, budget: int) -> _Plan:
         """An ICU message: the sentence with ``{count}`` for each plural/select argument, and each
         branch's text on its own (its ``#`` a placeholder); the skeleton is kept."""
         simple = markup.simple_form(text, arguments)
-        plans = [self._plan(simple, source, target, fmt)]
+        plans = [self._plan(simple, source, target, fmt, budget=budget)]
         for argument in arguments:
-            plans += [self._plan(markup.branch_text(branch), source, target, fmt)
+            plans += [self._plan(markup.branch_text(branch), source, target, fmt, budget=budget)
                       for _, branch in argument.branches]
 
         def assemble(outputs: list[str]) -> str:
@@ -488,11 +501,12 @@ class TranslationService:
     def _prepare(self, text: str, source: str, target: str, fmt: str, usage: Usage,
                  glossary: dict[str, str] | None, temperature: float = 0.0,
                  seed: int | None = None, tags: TagHandling | None = None, key_id: str | None = None,
-                 tm: bool = True) -> tuple[_Plan, list[_Segment]]:
+                 tm: bool = True, budget: int | None = None) -> tuple[_Plan, list[_Segment]]:
         """Cut a text into segments and decide, once, how each is served: passed through (no
         words), from the translation memory (an exact match), from the cache (greedy decoding
         only), or by an engine request (with the memory's most similar entries as examples)."""
-        plan = self._plan(text, source, target, fmt, tags)
+        plan = self._plan(text, source, target, fmt, tags, budget)
+        grouped = (self.settings.segment_budget_chars if budget is None else budget) > 0
         entries = self.glossary_for(source, target, glossary)
         memory = self._memory_for(source, target, tm)
         if memory is not None and fmt == "text" and len(plan.segments) > 1:
@@ -508,6 +522,9 @@ class TranslationService:
                 continue
             item.marked = self._marked(segment, fmt)
             item.terms = matching_entries(entries, markup.strip_tags(segment) if item.marked else segment)
+            if grouped:
+                item.sentences = count_sentences(markup.strip_tags(segment) if fmt != "text" else segment, source)
+                item.text, item.fmt, item.key_id, item.tm = segment, fmt, key_id, tm
             examples: tuple[tuple[str, str], ...] = ()
             if memory is not None and item.marked is None:
                 exact, examples = self._from_memory(memory, segment, source, target, key_id)
@@ -515,6 +532,9 @@ class TranslationService:
                     item.output = self._to_target_script(exact, target, {}) if target in CHINESE else exact
                     usage.tm_segments += 1
                     self.metrics.tm_exact.inc()
+                    continue
+                if item.sentences > 1 and self._memory_has_a_sentence(memory, segment, source, target, key_id):
+                    item.one_by_one = True  # its stored sentences are served as stored
                     continue
                 if examples:
                     self.metrics.tm_examples.inc()
@@ -558,6 +578,12 @@ class TranslationService:
         self.metrics.tm_exact.inc()
         return _Plan([core], lambda outputs: lead + outputs[0] + trail, [lead]), [item]
 
+    def _memory_has_a_sentence(self, memory: TranslationMemory, segment: str, source: str, target: str,
+                               key_id: str | None) -> bool:
+        """Whether one sentence of a (plain) segment of several is an exact match in the TM."""
+        pieces = split_text(segment, source, self.settings.segment_max_chars)
+        return any(memory.exact(p.text, source, target, owner=key_id) is not None for p in pieces if p.translate)
+
     @staticmethod
     def _marked(segment: str, fmt: str) -> str | None:
         """The segment, if a translation of it must keep tags or placeholders: in plain text only
@@ -573,6 +599,14 @@ class TranslationService:
         """An engine outcome made final: accounted, cleaned, checked by the guardrails, cached."""
         assert item.request is not None
         self._account(usage, outcome)
+        if item.sentences > 1 and guard and self.settings.guardrails:
+            output = clean_translation(outcome.result.text, item.request.text)
+            problem = guardrails.dropped_sentence(item.sentences, markup.strip_tags(output), target)
+            if problem is not None:
+                item.output = await self._one_by_one(ticket, item, problem, usage, target)
+                if item.key is not None:
+                    self.cache.put(item.key, item.output)
+                return item.output
         item.output = await self._finish(ticket, item.request, outcome, usage, target, item.terms,
                                          guard=guard)
         if item.marked is not None:
@@ -580,6 +614,24 @@ class TranslationService:
         if item.key is not None:
             self.cache.put(item.key, item.output)
         return item.output
+
+    async def _split(self, ticket: Ticket, item: _Segment, usage: Usage, target: str) -> str:
+        item.output = await self._one_by_one(ticket, item, None, usage, target)
+        return item.output
+
+    async def _one_by_one(self, ticket: Ticket, item: _Segment, problem: guardrails.Problem | None,
+                          usage: Usage, target: str) -> str:
+        """The fallback for a segment of several sentences whose translation dropped one (or one of
+        whose sentences is in the TM: ``problem`` None): the segment planned again with no budget,
+        so each sentence goes to the engine on its own (and through the cache, the TM, the markup
+        checks and the guardrails), and joined as before."""
+        if problem is not None:
+            usage.sentence_fallbacks += 1
+            self.metrics.sentence_fallbacks.inc()
+            log.info("sentence fallback", extra={"event": "sentence_fallback", "detail": problem.detail})
+        fmt = "text" if item.fmt == "text" else "markup"
+        return await self._translate_one(ticket, item.text, item.source, target, fmt, usage,
+                                         glossary=item.entries, key_id=item.key_id, tm=item.tm, budget=0)
 
     # --- markup --------------------------------------------------------------------
     async def _keep_markup(self, ticket: Ticket, item: _Segment, output: str, usage: Usage,
@@ -692,6 +744,7 @@ class TranslationService:
         self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
         temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
         tags: TagHandling | None = None, key_id: str | None = None, tm: bool = True,
+        budget: int | None = None,
     ) -> str:
         shortcut = await _off_loop(len(text), self._shortcut, text, source, target)
         if shortcut is not None:
@@ -699,14 +752,14 @@ class TranslationService:
         planned = Usage()  # counted apart: several texts of one request may be planned at once
         plan, segments = await _off_loop(self._planning_cost(text, source, target, tm), self._prepare, text,
                                          source, target, fmt, planned, glossary,
-                                         temperature, seed, tags, key_id, tm)
+                                         temperature, seed, tags, key_id, tm, budget)
         usage.add(planned)
         pending = [item for item in segments if item.request is not None]
         outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
         await asyncio.gather(*[
             self._complete(ticket, item, outcome, usage, target, guard=temperature == 0)
             for item, outcome in zip(pending, outcomes)
-        ])
+        ], *[self._split(ticket, item, usage, target) for item in segments if item.one_by_one])
         return await _off_loop(len(text), plan.assemble, [item.output or "" for item in segments])
 
     async def _alternatives(
@@ -800,6 +853,8 @@ class TranslationService:
             for i, (item, future, queue) in enumerate(zip(segments, futures, queues)):
                 if item.gap:
                     yield StreamEvent("delta", {"text": item.gap})
+                if item.one_by_one:
+                    await self._split(ticket, item, usage, target)
                 if future is None:
                     yield StreamEvent("delta", {"text": item.output or ""})
                     yield StreamEvent("segment", {"index": i, "gap": item.gap, "text": item.output or ""})

@@ -64,17 +64,33 @@ class Piece:
     translate: bool  # True: a sentence to send to the engine. False: whitespace kept verbatim.
 
 
-def split_text(text: str, lang: str, max_chars: int = 400) -> list[Piece]:
-    """Cut ``text`` into sentences and separators; ``"".join`` of the texts is ``text``."""
+def split_text(text: str, lang: str, max_chars: int = 400, budget: int = 0,
+               whole: Callable[[str], bool] | None = None) -> list[Piece]:
+    """Cut ``text`` into segments and separators; ``"".join`` of the texts is ``text``.
+
+    With ``budget`` 0 each segment is one sentence. Otherwise consecutive whole sentences of
+    one line are grouped into one segment while it stays within ``budget`` (and ``max_chars``),
+    both as ``segment_size`` counts: a UI string or a short paragraph goes to the engine whole,
+    with its context. A group never crosses a line break; a sentence longer than the budget
+    stays alone (and is cut at ``max_chars`` as before). ``whole(run)`` says where a group may
+    end (markup: where no tag is open), so a tag that crosses a sentence end never crosses a
+    group's; the run it spans counts as one sentence there.
+    """
     cjk = _uses_cjk_rules(text, lang)
+    limit = min(budget, max_chars)
     pieces: list[Piece] = []
     position = 0
     for start, end in _line_separators(text):
-        _add_line(pieces, text[position:start], cjk, max_chars)
+        _add_line(pieces, text[position:start], cjk, max_chars, limit, whole)
         _add(pieces, text[start:end], translate=False)
         position = end
-    _add_line(pieces, text[position:], cjk, max_chars)
+    _add_line(pieces, text[position:], cjk, max_chars, limit, whole)
     return pieces
+
+
+def count_sentences(text: str, lang: str) -> int:
+    """How many sentences ``text`` holds, as ``split_text`` cuts them (one line break ends one too)."""
+    return sum(piece.translate for piece in split_text(text, lang, max_chars=max(1, segment_size(text))))
 
 
 def join_pieces(pieces: list[Piece], translations: list[str]) -> str:
@@ -144,8 +160,12 @@ def _add(pieces: list[Piece], text: str, translate: bool) -> None:
         pieces.append(Piece(text, translate))
 
 
-def _add_line(pieces: list[Piece], line: str, cjk: bool, max_chars: int) -> None:
-    for sentence in _sentences(line, cjk):
+def _add_line(pieces: list[Piece], line: str, cjk: bool, max_chars: int, budget: int = 0,
+              whole: Callable[[str], bool] | None = None) -> None:
+    sentences = _sentences(line, cjk)
+    if budget > 0:
+        sentences = _grouped(_units(sentences, whole) if whole else sentences, budget)
+    for sentence in sentences:
         for chunk in _fit(sentence, max_chars, 0):
             core = chunk.strip()
             if not core:
@@ -155,6 +175,33 @@ def _add_line(pieces: list[Piece], line: str, cjk: bool, max_chars: int) -> None
             _add(pieces, chunk[:start], translate=False)
             _add(pieces, core, translate=True)
             _add(pieces, chunk[start + len(core):], translate=False)
+
+
+def _units(sentences: Iterable[str], whole: Callable[[str], bool]) -> Iterator[str]:
+    """Runs of sentences that end where ``whole`` holds (what is left at the end, as it is)."""
+    pending = ""
+    for sentence in sentences:
+        pending += sentence
+        if whole(pending):
+            yield pending
+            pending = ""
+    if pending:
+        yield pending
+
+
+def _grouped(sentences: Iterable[str], budget: int) -> Iterator[str]:
+    """Runs of consecutive sentences joined while the run (trimmed) fits in ``budget``."""
+    current, current_size = "", 0
+    for sentence in sentences:
+        size = segment_size(sentence)
+        # the raw size bounds the trimmed one, so the strip (a copy) runs only near the budget
+        if current and current_size + size > budget and segment_size((current + sentence).strip()) > budget:
+            yield current
+            current, current_size = "", 0
+        current += sentence
+        current_size += size
+    if current:
+        yield current
 
 
 def _sentences(line: str, cjk: bool) -> Iterable[str]:
