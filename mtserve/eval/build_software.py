@@ -239,18 +239,18 @@ def read_entries(path: Path) -> list[tuple[str, str, str | None]]:
 
 def usable_pairs(entries: list[tuple[str, str, str | None]], dropped: Counter,
                  seen: set[str] | None = None) -> list[tuple[str, str]]:
-    """(zh, en) of the usable entries, each Chinese source once (the first, and none already in ``seen``,
-    which is updated), the rest counted in ``dropped``."""
+    """(zh, en) of the usable entries, each Chinese source once by ``match_key`` (the first, and none whose
+    key is already in ``seen``, which is updated), the rest counted in ``dropped``."""
     pairs, seen = [], set() if seen is None else seen
     for msgid, msgstr, reason in entries:
         reason = reason or entry_problem(msgid, msgstr)
         zh, en = msgstr.strip(), msgid.strip()
-        if reason is None and zh in seen:
+        if reason is None and match_key(zh) in seen:
             reason = "a duplicate within the project"
         if reason:
             dropped[reason] += 1
             continue
-        seen.add(zh)
+        seen.add(match_key(zh))
         pairs.append((zh, en))
     return pairs
 
@@ -290,8 +290,8 @@ def split_by_project(catalogs: list[Catalog]) -> Split:
 
     A dev or test pair whose source the TM holds by ``match_key`` (what
     ``TranslationMemory.exact`` compares) is dropped, so none of them is an
-    exact-match lookup; so is a source an earlier project already gave (the
-    first is kept); then each project is cut to its cap. The TM is built from
+    exact-match lookup; so is a source an earlier project already gave (by
+    ``match_key`` too; the first is kept); then each project is cut to its cap. The TM is built from
     the projects of group tm, so list them first.
     """
     for catalog in catalogs:
@@ -310,12 +310,12 @@ def split_by_project(catalogs: list[Catalog]) -> Split:
             outside = [p for p in pairs if match_key(p[0]) not in tm_keys]
             result.exact_in_tm[project.name] = len(pairs) - len(outside)
             pairs = outside
-        fresh = [p for p in pairs if p[0] not in seen]
+        fresh = [p for p in pairs if match_key(p[0]) not in seen]
         result.seen_earlier[project.name] = len(pairs) - len(fresh)
         kept = cap(fresh, project.name, project.cap)
         if project.group == "tm":
             tm_keys.update(match_key(zh) for zh, _ in kept)
-        seen.update(zh for zh, _ in kept)
+        seen.update(match_key(zh) for zh, _ in kept)
         getattr(result, project.group).extend((project.name, zh, en) for zh, en in kept)
     return result
 
@@ -418,7 +418,7 @@ def read_project(project: Project, archive: Path) -> Catalog:
             catalog.pairs.extend(best[0])
             catalog.dropped.update(best[1])
             catalog.files.append(best[2])
-            seen.update(zh for zh, _ in best[0])
+            seen.update(match_key(zh) for zh, _ in best[0])
     return catalog
 
 
@@ -469,12 +469,12 @@ def sources_markdown(split: Split, catalogs: list[Catalog]) -> str:
         "Filters, in order: obsolete, fuzzy and untranslated entries; a plural entry gives its singular only;",
         f"multi-line strings; strings over {MAX_CHARS} characters; msgids that are identifiers; strings that are",
         "only placeholders or markup; translations without Chinese or in Traditional Chinese; pairs whose",
-        "placeholders differ; a Chinese source seen before in the same project (*usable* counts what is left).",
+        "placeholders differ; a source seen before in the same project (*usable* counts what is left).",
         "Then, across projects: a dev or test pair whose source the TM holds (the TM's exact lookup,",
         "`match_key`, which also ignores punctuation width and spacing) is dropped (*exact in TM*); so is a",
         "source an earlier project gave (*seen earlier*; the first is kept); and each project is cut to its",
-        "cap (a fixed hash sample). Of a catalog kept in several Simplified locales (zh_Hans, zh_CN, zh), the",
-        "one with the most usable pairs is read.",
+        "cap (a fixed hash sample). Sources count as the same by `match_key` throughout. Of a catalog kept",
+        "in several Simplified locales (zh_Hans, zh_CN, zh), the one with the most usable pairs is read.",
         "",
         "| project | version | split | pairs | cap | usable | exact in TM | seen earlier | licence (metadata) |",
         "|---|---|---|---:|---:|---:|---:|---:|---|",

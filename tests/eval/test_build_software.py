@@ -57,6 +57,7 @@ def _entries() -> list[polib.POEntry]:
         polib.POEntry(msgid="%(n)s file", msgid_plural="%(n)s files", msgstr_plural={0: "%(n)s 个文件"}),
         polib.POEntry(msgid="Save", msgctxt="button", msgstr="保存"),  # the same source in another context
         polib.POEntry(msgid="Store", msgstr="保存"),  # and under another msgid: one source, the first kept
+        polib.POEntry(msgid="Keep", msgstr="保 存"),  # the same by match_key, as the TM's exact lookup sees it
         obsolete,
     ]
 
@@ -67,14 +68,15 @@ def test_a_po_catalog_keeps_singulars_and_drops_fuzzy_obsolete_untranslated_and_
     dropped: Counter = Counter()
     pairs = builder.usable_pairs(builder.read_entries(path), dropped)
     assert pairs == [("保存", "Save"), ("%(n)s 个文件", "%(n)s file")]
-    assert dropped == {"fuzzy": 1, "untranslated": 1, "obsolete": 1, "a duplicate within the project": 2}
+    assert dropped == {"fuzzy": 1, "untranslated": 1, "obsolete": 1, "a duplicate within the project": 3}
 
 
 def test_a_mo_catalog_reads_like_its_po(tmp_path):
     po = _catalog([e for e in _entries() if not e.obsolete and "fuzzy" not in e.flags])
     po.save_as_mofile(str(tmp_path / "django.mo"))
     pairs = builder.usable_pairs(builder.read_entries(tmp_path / "django.mo"), Counter())
-    assert sorted(pairs) == sorted([("保存", "Save"), ("%(n)s 个文件", "%(n)s file")])  # a .mo is sorted by msgid
+    # a .mo is sorted by msgid, so "Keep" (保 存) comes before "Save" (保存) and is the one kept
+    assert sorted(pairs) == sorted([("保 存", "Keep"), ("%(n)s 个文件", "%(n)s file")])
 
 
 def test_the_simplified_catalogs_are_chosen_per_folder_and_domain():
@@ -189,6 +191,7 @@ def test_no_committed_dev_or_test_source_is_in_the_tm_as_the_eval_imports_it():
     found = read_tm(SOFTWARE_TM.read_bytes(), "tsv", "zh", "en")
     assert not found.skipped and 2000 <= len(found.pairs) <= 8000
     tm_keys = {match_key(source) for source, _ in found.pairs}
+    assert len(tm_keys) == len(found.pairs)  # one entry per source, as the TM's exact lookup sees them
     for split in ("dev", "test"):
         assert not [p.source for p in load_software(split=split).pairs if match_key(p.source) in tm_keys]
     tm_projects = [line.split(": ", 1)[1] for line in SOFTWARE_TM.read_text(encoding="utf-8").splitlines()
