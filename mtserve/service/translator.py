@@ -94,6 +94,7 @@ class Usage:
     markup_retries: int = 0  # segments whose tags or placeholders came back wrong and were retried
     markup_fallbacks: int = 0  # segments whose tags were placed by the fallback
     tm_segments: int = 0  # segments served from the translation memory (exact matches)
+    tm_examples: int = 0  # segments sent to the engine with similar translation-memory entries as examples
 
     def add(self, other: "Usage") -> None:
         self.segments += other.segments
@@ -101,6 +102,7 @@ class Usage:
         self.markup_retries += other.markup_retries
         self.markup_fallbacks += other.markup_fallbacks
         self.tm_segments += other.tm_segments
+        self.tm_examples += other.tm_examples
         self.generated_tokens += other.generated_tokens
         self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)
@@ -494,6 +496,7 @@ class TranslationService:
                     self.metrics.tm_exact.inc()
                     continue
                 if examples:
+                    usage.tm_examples += 1
                     self.metrics.tm_examples.inc()
             key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples)
             cached = self.cache.get(key) if temperature == 0 else None
