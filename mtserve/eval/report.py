@@ -15,6 +15,7 @@ class SentenceResult:
     hypothesis: str
     chrf: float
     bleu: float
+    memory: str = ""  # with eval --tm: "exact" (served from the TM), "examples" (sent with TM examples) or ""
 
 
 @dataclass

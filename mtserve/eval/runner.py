@@ -59,10 +59,12 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
     scorer = Scorer(evalset.target_lang)
     references = [p.reference for p in evalset.pairs]
     overall = scorer.corpus(hypotheses, references)
+    uses = memory if memory and "tm" in system and all(memory) else [None] * len(hypotheses)
     sentences = [
         SentenceResult(p.id, p.group, p.source, p.reference, h,
-                       scorer.sentence_chrf(h, p.reference), scorer.sentence_bleu(h, p.reference))
-        for p, h in zip(evalset.pairs, hypotheses)
+                       scorer.sentence_chrf(h, p.reference), scorer.sentence_bleu(h, p.reference),
+                       "" if use is None else "exact" if use.exact else "examples" if use.examples else "")
+        for p, h, use in zip(evalset.pairs, hypotheses, uses)
     ]
     groups = []
     for name in sorted({p.group for p in evalset.pairs if p.group}):

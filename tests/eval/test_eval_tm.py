@@ -50,6 +50,7 @@ def test_a_tm_file_gives_examples_and_exact_matches_and_the_report_counts_them(t
     report = asyncio.run(evaluate(_evalset(), target))
     outputs = {s.id: s.hypothesis for s in report.sentences}
     assert outputs == {"exact": "Save file", "near": "Open that file", "far": "It is cold today."}
+    assert [s.memory for s in report.sentences] == ["exact", "examples", ""]
     assert "保存文件" not in script.examples  # served as stored: no engine call
     assert ("打开这个文件", "Open this file") in script.examples["打开那个文件"]
     assert script.examples["今天很冷。"] == ()
@@ -72,6 +73,7 @@ def test_without_tm_the_run_has_an_empty_memory_of_its_own_not_the_homes(tmp_pat
     assert {s.id: s.hypothesis for s in report.sentences}["exact"] == "Store the file"
     assert all(examples == () for examples in script.examples.values())
     assert report.memory == {} and "tm" not in report.system
+    assert all(s.memory == "" for s in report.sentences)
 
 
 @pytest.mark.parametrize("name, content, message", [

@@ -26,6 +26,7 @@ def test_eval_with_the_software_tm_gives_examples_and_reports_them(tmp_path, mod
     # exact match (the builder drops those from dev and test)
     assert memory["segments"] >= 6 and memory["example_segments"] >= 1 and memory["exact_segments"] == 0
     assert memory["with_examples"]["n"] + memory["without_examples"]["n"] == 6
+    assert sum(s["memory"] == "examples" for s in report["sentences"]) == memory["sentences_with_examples"]
     assert all(s["hypothesis"].strip() for s in report["sentences"])
     assert "tm: " in result.stdout and "translation memory:" in (tmp_path / "r.md").read_text()
     print(f"\nsoftware dev, six sentences with the TM: BLEU {report['bleu']:.1f}, chrF {report['chrf']:.1f}; "
