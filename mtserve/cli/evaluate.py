@@ -4,6 +4,7 @@
     mtserve eval --dataset hsk --split test --levels 4-6 --limit 200     # report on test
     mtserve eval pairs.tsv --source de --target en --url http://127.0.0.1:8000
     mtserve eval --markup --split test --limit 60                         # inline tags and placeholders
+    mtserve eval --dataset software --split dev --tm software --limit 100 # with a translation memory
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mtserve.cli.common import SERVICE_FIELDS, add_setting_flags, settings_from
 from mtserve.settings import Settings
 
 EVAL_REQUEST_TIMEOUT_S = 600.0
+TM_FIELDS = ("tm_k", "tm_min_similarity", "tm_candidates")  # what --tm is tuned with
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -47,6 +49,11 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--prompt", choices=("default", "plain"), default="default",
                         help="in-process only: 'plain' drops the few-shot examples and uses the one-line "
                              "system prompt (the baseline in QUALITY.md)")
+    parser.add_argument("--tm", dest="tm_file", default=None, metavar="FILE",
+                        help="in-process only: import this .tsv (source<TAB>target), .tmx or .po file into the "
+                             "run's own translation memory, so each segment gets its most similar entries as "
+                             "examples and an exact match is served as stored ('software': the software set's "
+                             "TM). Without it the run's TM is empty; the TM under --home is never used")
     parser.add_argument("--worst", type=int, default=10, help="how many worst sentences to list (default 10)")
     parser.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-': stdout)")
     parser.add_argument("--markdown", dest="markdown_path", default=None,
@@ -58,7 +65,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "or en->de) with inline tags and placeholders; reports tag and placeholder "
                              "integrity, markup cost, edge errors and fallbacks")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    add_setting_flags(parser, SERVICE_FIELDS)
+    add_setting_flags(parser, SERVICE_FIELDS + TM_FIELDS)
     parser.set_defaults(func=cmd_eval)
     return parser
 
@@ -84,7 +91,7 @@ def _write(path: str, text: str) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from mtserve.engines.factory import EngineConfigError
-    from mtserve.eval.datasets import DatasetError, load_builtin, load_file, parse_levels, sample
+    from mtserve.eval.datasets import SOFTWARE_TM, DatasetError, load_builtin, load_file, parse_levels, sample
     from mtserve.eval.runner import evaluate
     from mtserve.eval.targets import HttpTarget, InProcessTarget, TargetError
     from mtserve.models.store import ModelStoreError
@@ -106,6 +113,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not evalset.pairs:
             raise DatasetError(f"the selection is empty ({evalset.name}, split {evalset.split})")
         if args.url:
+            if args.tm_file:
+                raise TargetError("--tm works in process only: a server translates with its own translation "
+                                  "memory; import the file there (`mtserve tm import FILE --source "
+                                  f"{evalset.source_lang} --target {evalset.target_lang}` with the server's home) "
+                                  "and run without --tm")
             target = HttpTarget(args.url, args.api_key, args.concurrency)
         else:
             if args.request_timeout_s is None:  # a busy machine must not fail a long run
@@ -113,6 +125,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if getattr(args, "engine_hang_s", None) is None and "engine_hang_s" in Settings.model_fields:
                 args.engine_hang_s = EVAL_REQUEST_TIMEOUT_S * 2  # nor the watchdog restart a slow engine
             target = InProcessTarget(settings_from(args), prompt=args.prompt)
+            if args.tm_file:
+                target.use_memory(SOFTWARE_TM if args.tm_file == "software" else args.tm_file,
+                                  evalset.source_lang, evalset.target_lang)
         report = asyncio.run(evaluate(evalset, target, args.worst, _progress(args.quiet)))
     except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
         print(f"mtserve eval: {exc}", file=sys.stderr)
@@ -144,6 +159,8 @@ def _markup_eval(args: argparse.Namespace) -> int:
     try:
         if args.file:
             raise DatasetError("--markup builds its set from a built-in one (--dataset hsk or everyday), not a file")
+        if args.tm_file:
+            raise DatasetError("--tm applies to the plain eval, not to --markup")
         mset = load_markup_set(args.dataset, args.source, args.target, args.split or "dev")
         if args.limit is not None:
             mset.items = sample(mset.items, args.limit, args.seed)  # type: ignore[arg-type]

@@ -18,6 +18,15 @@ Built-in sets:
 - ``everyday``: 60 short everyday English sentences with Japanese and German
   translations, written for mtserve (see ``data/everyday.tsv``), for ja->en,
   de->en, en->ja and en->de. It is small and only reported, never tuned on.
+- ``instructions``: questions, commands and prompt injections (zh<->en) whose
+  right output is their translation; the report counts what was answered,
+  refused or commented on instead.
+- ``software``: user-interface strings of open-source Python packages, from
+  their own gettext catalogs (zh->en: the Chinese msgstr as source, the
+  English msgid as reference; ``data/SOFTWARE_SOURCES.md``). Its dev and test
+  splits are by project, not by hash, and ``data/software-tm.tsv`` is a
+  translation memory of other projects for ``mtserve eval --tm software``.
+  Built by ``python -m mtserve.eval.build_software``.
 """
 
 from __future__ import annotations
@@ -214,10 +223,36 @@ def load_instructions(source: str, target: str, split: str = "all") -> EvalSet:
     return EvalSet("instructions", source, target, select(pairs, split), split, INSTRUCTIONS_ATTRIBUTION)
 
 
+# --- the software-strings set -------------------------------------------------------------
+SOFTWARE_TM = DATA_DIR / "software-tm.tsv"
+SOFTWARE_ATTRIBUTION = ("User-interface strings from the gettext catalogs of open-source Python packages "
+                        "(BSD, MIT and Apache-2.0 licensed); projects, versions and licences in "
+                        "mtserve/eval/data/SOFTWARE_SOURCES.md.")
+
+
+def load_software(source: str = "zh", target: str = "en", split: str = "dev") -> EvalSet:
+    """UI strings, grouped by project; dev and test are fixed lists of projects, and none of their
+    sources is in the set's translation memory (``SOFTWARE_TM``) exactly."""
+    if (source, target) != ("zh", "en"):
+        raise DatasetError(f"the software set is zh->en (Chinese UI strings, English originals); "
+                           f"{source}->{target} is not it")
+    if split not in SPLITS:
+        raise DatasetError(f"unknown split {split!r}; use one of: {', '.join(SPLITS)}")
+    rows = _read_tsv_rows(DATA_DIR / "software.tsv", comments=True)
+    header, body = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    pairs = [EvalPair(id=row[col["id"]], source=row[col["zh"]], reference=row[col["en"]],
+                      group=row[col["project"]]) for row in body if split in ("all", row[col["split"]])]
+    projects = len({p.group for p in pairs})
+    notes = [f"{projects} projects; split by project (the TM, mtserve eval --tm software, holds others)"]
+    return EvalSet("software", source, target, pairs, split, SOFTWARE_ATTRIBUTION, notes)
+
+
 BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)",
            "hsk-paragraphs": "HSK sentences joined into paragraphs of 2-4 (zh, zt <-> en)",
            "everyday": "everyday sentences (ja, de <-> en)",
-           "instructions": "questions, commands and prompt injections to translate, never obey (zh <-> en)"}
+           "instructions": "questions, commands and prompt injections to translate, never obey (zh <-> en)",
+           "software": "UI strings of open-source packages, split by project (zh -> en; --tm software)"}
 
 
 def load_builtin(name: str, source: str, target: str, split: str = "all",
@@ -230,10 +265,11 @@ def load_builtin(name: str, source: str, target: str, split: str = "all",
         if levels:
             raise DatasetError("--levels applies to the hsk set only")
         return load_everyday(source, target, split)
-    if name == "instructions":
+    if name in ("instructions", "software"):
         if levels:
             raise DatasetError("--levels applies to the hsk set only")
-        return load_instructions(source, target, split)
+        return load_instructions(source, target, split) if name == "instructions" else load_software(
+            source, target, split)
     raise DatasetError(f"unknown dataset {name!r}; built in: {', '.join(BUILTIN)}, or give a TSV/JSONL file")
 
 

@@ -11,7 +11,7 @@ from mtserve import __version__
 from mtserve.eval.datasets import EvalSet
 from mtserve.eval.report import EvalReport, GroupScore, SentenceResult
 from mtserve.eval.scoring import Scorer
-from mtserve.eval.targets import EvalTarget
+from mtserve.eval.targets import EvalTarget, MemoryUse
 
 Progress = Callable[[int, int], None]
 RETRY_WAIT_S = 5.0
@@ -54,14 +54,17 @@ async def translate_all(evalset: EvalSet, target: EvalTarget, progress: Progress
 
 def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: float,
           worst: int = 10, counters: dict[str, float] | None = None,
-          variants: list[dict[str, str]] | None = None, failures: int = 0) -> EvalReport:
+          variants: list[dict[str, str]] | None = None, failures: int = 0,
+          memory: list[MemoryUse | None] | None = None) -> EvalReport:
     scorer = Scorer(evalset.target_lang)
     references = [p.reference for p in evalset.pairs]
     overall = scorer.corpus(hypotheses, references)
+    uses = memory if memory and "tm" in system and all(memory) else [None] * len(hypotheses)
     sentences = [
         SentenceResult(p.id, p.group, p.source, p.reference, h,
-                       scorer.sentence_chrf(h, p.reference), scorer.sentence_bleu(h, p.reference))
-        for p, h in zip(evalset.pairs, hypotheses)
+                       scorer.sentence_chrf(h, p.reference), scorer.sentence_bleu(h, p.reference),
+                       "" if use is None else "exact" if use.exact else "examples" if use.examples else "")
+        for p, h, use in zip(evalset.pairs, hypotheses, uses)
     ]
     groups = []
     for name in sorted({p.group for p in evalset.pairs if p.group}):
@@ -76,7 +79,9 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
             steps[name] = {"bleu": s.bleu, "chrf": s.chrf}
         steps["retried"] = sum(v["retried"] == "True" for v in variants)
     signatures = scorer.signatures()
-    not_translations = [p.id for p, h in zip(evalset.pairs, hypotheses) if _not_a_translation(p.source, h, evalset)]
+    kinds = [_not_a_translation(p.source, h, evalset) for p, h in zip(evalset.pairs, hypotheses)]
+    not_translations = [p.id for p, kind in zip(evalset.pairs, kinds) if kind]
+    by_kind = {kind: kinds.count(kind) for kind in NOT_A_TRANSLATION if kind in kinds}
     return EvalReport(
         dataset=evalset.describe(), system=system, source=evalset.source_lang, target=evalset.target_lang,
         n=overall.n, bleu=overall.bleu, chrf=overall.chrf, tokenizer=scorer.tokenizer,
@@ -85,18 +90,40 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
         elapsed_s=round(elapsed_s, 2), sentences_per_s=round(len(hypotheses) / elapsed_s, 3) if elapsed_s else 0.0,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"), mtserve_version=__version__,
         counters=counters or {}, sentences=sentences, steps=steps, failures=failures,
-        not_translations=not_translations,
+        not_translations=not_translations, not_translation_kinds=by_kind,
+        memory=_memory_summary(scorer, sentences, memory) if "tm" in system else {},
     )
+
+
+def _memory_summary(scorer: Scorer, sentences: list[SentenceResult], memory: list[MemoryUse | None] | None) -> dict:
+    """Segments served exactly by the TM or sent with its examples, and the scores of the sentences that
+    got examples and of those that did not; {} where the target cannot tell."""
+    if not memory or any(use is None for use in memory):
+        return {}
+    summary: dict = {
+        "segments": sum(use.segments for use in memory),
+        "exact_segments": sum(use.exact for use in memory),
+        "example_segments": sum(use.examples for use in memory),
+        "sentences_exact": sum(use.exact > 0 for use in memory),
+        "sentences_with_examples": sum(use.examples > 0 for use in memory),
+    }
+    for name, chosen in (("with_examples", [s for s, use in zip(sentences, memory) if use.examples]),
+                         ("without_examples", [s for s, use in zip(sentences, memory) if not use.examples])):
+        if chosen:
+            scored = scorer.corpus([s.hypothesis for s in chosen], [s.reference for s in chosen])
+            summary[name] = {"n": scored.n, "bleu": scored.bleu, "chrf": scored.chrf}
+    return summary
 
 
 NOT_A_TRANSLATION = ("answer", "refusal", "explanation")
 
 
-def _not_a_translation(source: str, output: str, evalset: EvalSet) -> bool:
+def _not_a_translation(source: str, output: str, evalset: EvalSet) -> str | None:
+    """The guardrails' name for an output that answers, refuses or comments instead of translating."""
     from mtserve.service.guardrails import check
 
     problem = check(source, output, evalset.source_lang, evalset.target_lang)
-    return problem is not None and problem.kind in NOT_A_TRANSLATION
+    return problem.kind if problem is not None and problem.kind in NOT_A_TRANSLATION else None
 
 
 async def evaluate(evalset: EvalSet, target: EvalTarget, worst: int = 10,
@@ -111,7 +138,8 @@ async def evaluate(evalset: EvalSet, target: EvalTarget, worst: int = 10,
         elapsed = time.perf_counter() - started
         system, counters = target.describe(), target.counters()
         variants = [target.variants(p.source, evalset.source_lang, evalset.target_lang) for p in evalset.pairs]
+        memory = [target.memory_use(p.source) for p in evalset.pairs]
     finally:
         await target.stop()
     return score(evalset, hypotheses, system, elapsed, worst, counters, variants,
-                 getattr(translate_all, "failures", 0))
+                 getattr(translate_all, "failures", 0), memory)

@@ -7,6 +7,9 @@ them; the runner keeps ``concurrency`` sentences in flight.
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from mtserve.settings import Settings
@@ -32,18 +35,40 @@ class EvalTarget(Protocol):
         """Other outputs for ``text`` worth scoring (the raw model output, the output before
         the guardrails' retry), where the target can tell; {} otherwise."""
 
+    def memory_use(self, text: str) -> MemoryUse | None:
+        """How the translation memory served ``text``, where the target can tell; None otherwise."""
+
     async def stop(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class MemoryUse:
+    """How the translation memory served one sentence."""
+
+    segments: int  # the sentence's segments
+    exact: int  # served as stored (an exact TM match, no engine call)
+    examples: int  # sent to the engine with similar TM entries as examples
+
+
 class InProcessTarget:
-    """A Runtime (engine, scheduler, service) built from settings, as ``mtserve serve`` builds it."""
+    """A Runtime (engine, scheduler, service) built from settings, as ``mtserve serve`` builds it.
+
+    Its translation memory is its own, in a temporary folder: empty, or what
+    ``use_memory`` imports from a file; never the TM under ``$MTSERVE_HOME``,
+    so a score does not depend on what the machine's TM happens to hold.
+    """
 
     def __init__(self, settings: Settings, engine=None, prompt: str = "default"):
         from mtserve.engines.prompts import plain
         from mtserve.service.runtime import Runtime
+        from mtserve.service.tm import TranslationMemory
 
         self.settings = settings
         self.runtime = Runtime(settings, engine)
+        self._tm_dir = tempfile.TemporaryDirectory(prefix="mtserve-eval-tm-")
+        self.runtime.memory = TranslationMemory(Path(self._tm_dir.name) / "tm.sqlite3")
+        self.memory: dict = {}  # the imported file: name, entries, skipped
+        self._memory_use: dict[str, MemoryUse] = {}
         self.prompt = prompt
         if prompt == "plain" and hasattr(self.runtime.engine, "template"):
             self.runtime.engine.template = plain(self.runtime.engine.template)
@@ -72,10 +97,40 @@ class InProcessTarget:
         if self.runtime.service is None:
             raise TargetError(self.runtime.load_error or "the engine did not start")
 
+    def use_memory(self, path: str | Path, source: str, target: str) -> dict:
+        """Import a .tsv, .tmx or .po file into this run's translation memory, as ``mtserve tm import``
+        does; its most similar entries become each segment's examples, an exact match is served as stored."""
+        from mtserve.service.tm import AddReport, TMError
+        from mtserve.service.tm_files import format_of, read_tm
+
+        path = Path(path).expanduser()
+        try:
+            fmt = format_of(path.name)
+            if not path.is_file():
+                raise TMError(f"no translation-memory file {path}; give a .tsv, .tmx or .po file")
+            found = read_tm(path.read_bytes(), fmt, source, target)
+            report = AddReport(skipped=dict(found.skipped))
+            self.runtime.memory.add(found.pairs, found.source_lang, found.target_lang, origin=path.name,
+                                    report=report)
+        except (TMError, OSError) as exc:
+            raise TargetError(f"--tm {path}: {exc}") from None
+        if not report.added:
+            raise TargetError(f"--tm {path}: no {source}->{target} pairs in it ({report.describe()})")
+        self.memory = {"file": path.name, "pair": f"{found.source_lang}->{found.target_lang}",
+                       "entries": report.added, "duplicates": report.duplicates, "skipped": report.skipped}
+        return self.memory
+
     async def translate(self, text: str, source: str, target: str) -> str:
+        from mtserve.service.translator import Usage
+
         assert self.runtime.service is not None
-        [result] = await self.runtime.service.translate([text], source, target)
+        usage = Usage()
+        [result] = await self.runtime.service.translate([text], source, target, usage=usage)
+        self._memory_use[text] = MemoryUse(usage.segments, usage.tm_segments, usage.tm_examples)
         return result.text
+
+    def memory_use(self, text: str) -> MemoryUse | None:
+        return self._memory_use.get(text)
 
     async def translate_markup(self, text: str, source: str, target: str, fmt: str):
         """(the output, the request's Usage) for the markup eval: html, xml (DeepL's
@@ -105,15 +160,21 @@ class InProcessTarget:
 
     def describe(self) -> dict:
         engine = self.runtime.engine
-        return {"kind": "in-process", "model": engine.model_name, "engine": engine.name,
-                "prompt": self.prompt, "guardrails": self.settings.guardrails,
-                "n_parallel": self.settings.n_parallel, "threads": self.settings.threads}
+        described = {"kind": "in-process", "model": engine.model_name, "engine": engine.name,
+                     "prompt": self.prompt, "guardrails": self.settings.guardrails,
+                     "n_parallel": self.settings.n_parallel, "threads": self.settings.threads}
+        if self.memory:
+            described["tm"] = (f"{self.memory['file']} ({self.memory['entries']} entries, k={self.settings.tm_k}, "
+                               f"min similarity {self.settings.tm_min_similarity:g})")
+        return described
 
     def counters(self) -> dict[str, float]:
         return metric_totals(self.runtime.metrics.registry)
 
     async def stop(self) -> None:
         await self.runtime.stop()
+        self.runtime.memory.close()
+        self._tm_dir.cleanup()
 
 
 class HttpTarget:
@@ -177,6 +238,9 @@ class HttpTarget:
 
     def variants(self, text: str, source: str, target: str) -> dict[str, str]:
         return {}
+
+    def memory_use(self, text: str) -> MemoryUse | None:
+        return None  # a server does not say which segments its translation memory served
 
     async def stop(self) -> None:
         if self._client is not None:

@@ -108,6 +108,7 @@ class Usage:
     markup_fallbacks: int = 0  # segments whose tags were placed by the fallback
     tm_segments: int = 0  # segments served from the translation memory (exact matches)
     sentence_fallbacks: int = 0  # segments of several sentences redone one sentence at a time
+    tm_examples: int = 0  # segments sent to the engine with similar translation-memory entries as examples
 
     def add(self, other: "Usage") -> None:
         self.segments += other.segments
@@ -116,6 +117,7 @@ class Usage:
         self.markup_fallbacks += other.markup_fallbacks
         self.tm_segments += other.tm_segments
         self.sentence_fallbacks += other.sentence_fallbacks
+        self.tm_examples += other.tm_examples
         self.generated_tokens += other.generated_tokens
         self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)
@@ -537,6 +539,7 @@ class TranslationService:
                     item.one_by_one = True  # its stored sentences are served as stored
                     continue
                 if examples:
+                    usage.tm_examples += 1
                     self.metrics.tm_examples.inc()
             key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples)
             cached = self.cache.get(key) if temperature == 0 else None

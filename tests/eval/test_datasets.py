@@ -136,3 +136,29 @@ def test_hsk_paragraphs_join_consecutive_sentences_of_one_level_and_keep_their_s
     assert {p.id for p in dev.pairs}.isdisjoint(p.id for p in test.pairs)
     english = load_builtin("hsk-paragraphs", "en", "zh", "dev", {5})
     assert english.pairs and " " in english.pairs[0].source and " " not in english.pairs[0].reference
+
+
+def test_the_software_set_is_split_by_project_and_grouped_by_it():
+    dev, test, both = (load_builtin("software", "zh", "en", split) for split in ("dev", "test", "all"))
+    assert len(both) == len(dev) + len(test) and dev.split == "dev" and test.split == "test"
+    dev_projects, test_projects = {p.group for p in dev.pairs}, {p.group for p in test.pairs}
+    assert len(dev_projects) >= 5 and len(test_projects) >= 5 and not dev_projects & test_projects
+    pair = next(p for p in dev.pairs if p.group == "django-allauth")
+    assert pair.id.startswith("django-allauth-") and any("\u4e00" <= ch <= "\u9fff" for ch in pair.source)
+    assert pair.reference.isascii() and "SOFTWARE_SOURCES.md" in dev.attribution
+    assert "split by project" in dev.notes[0]
+    with pytest.raises(DatasetError, match="software set is zh->en"):
+        load_builtin("software", "en", "zh")
+    with pytest.raises(DatasetError, match="--levels applies to the hsk set only"):
+        load_builtin("software", "zh", "en", "dev", {4})
+
+
+def test_the_instructions_set_is_built_in_both_ways():
+    zh_en, en_zh = load_builtin("instructions", "zh", "en", "all"), load_builtin("instructions", "en", "zh", "all")
+    assert len(zh_en) == len(en_zh) == 40
+    assert {p.group for p in zh_en.pairs} == {"question", "command", "request", "injection"}
+    assert zh_en.pairs[0].source == en_zh.pairs[0].reference
+    assert len(load_builtin("instructions", "zh", "en", "dev")) + len(load_builtin("instructions", "zh", "en",
+                                                                                     "test")) == 40
+    with pytest.raises(DatasetError, match="instructions set is zh<->en"):
+        load_builtin("instructions", "ja", "en")
