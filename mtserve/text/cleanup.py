@@ -82,11 +82,23 @@ def clean_translation(output: str, source: str) -> str:
         output = output[:end.start()]  # whatever follows the end of the turn is not the answer
     text = strip_special_tokens(output).strip()
     source = source.strip()
-    steps = (_drop_leading_echo_and_labels, _drop_trailing_chatter, _unwrap_quotes)
+    steps = (_drop_fence, _drop_leading_echo_and_labels, _drop_trailing_chatter, _unwrap_quotes)
     for step in steps:
         cleaned = step(text, source).strip()
         if cleaned:  # never let cleaning eat the whole answer
             text = cleaned
+    return text
+
+
+def _drop_fence(text: str, source: str) -> str:
+    """The strict retry fences its text in ``<text>...</text>`` (engines.prompts.STRICT_FENCE); a
+    model that copies the markers around its answer gets them taken off, unless the source had them."""
+    if "<text>" in source or "</text>" in source:
+        return text
+    if text.startswith("<text>"):
+        text = text[len("<text>"):]
+    if text.endswith("</text>"):
+        text = text[:-len("</text>")]
     return text
 
 

@@ -289,7 +289,9 @@ def test_serve_onnx_answers_translate_over_http(seq2seq_models, load_engine):
         wrong = httpx.post(f"{url}/translate", json={"q": "I am here.", "source": "en", "target": "zh"},
                            timeout=60)
         assert wrong.status_code == 400, wrong.text
-        assert "does not translate en -> zh" in wrong.json()["error"]
+        # LibreTranslate's words, with mtserve's advice beside them
+        assert wrong.json()["error"] == "Chinese (zh) is not available as a target language from English (en)"
+        assert "does not translate en -> zh" in wrong.json()["hint"]
         expected = [
             r.text
             for r in load_engine("onnx").translate_batch([TranslationRequest(t, "zh", "en") for t in texts])
