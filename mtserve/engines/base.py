@@ -9,11 +9,38 @@ that many calls in flight.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
+
+FORMALITIES = ("default", "more", "less")
+
+
+@dataclass(frozen=True)
+class Guidance:
+    """What a request says about the translation besides its text, as DeepL's fields do: ``context``
+    (text that informs the translation and is neither translated nor billed), ``instructions``
+    (DeepL's ``custom_instructions``) and ``formality``. A prompted engine puts them in the prompt
+    after its fixed, cached prefix; the other engines translate without them."""
+
+    context: str = ""
+    instructions: tuple[str, ...] = ()
+    formality: str = "default"  # one of FORMALITIES
+
+    def __bool__(self) -> bool:
+        return bool(self.context.strip() or self.instructions or self.formality != "default")
+
+    def key(self) -> str:
+        """What the cache keys a translation made with this guidance on ("" for none)."""
+        if not self:
+            return ""
+        return json.dumps([self.context, list(self.instructions), self.formality], ensure_ascii=False)
+
+
+NO_GUIDANCE = Guidance()
 
 
 @dataclass(frozen=True)
@@ -37,6 +64,9 @@ class TranslationRequest:
     # The tag-free translation of ``text``, to put ``text``'s tags into (markup_mode "transfer"):
     # the engine then returns this translation with the tags inserted, nothing else changed.
     transfer: str | None = None
+    # the request's context, instructions and formality (prompted engines only): after the fixed
+    # prefix, in the last user turn, fenced as data
+    guidance: Guidance = NO_GUIDANCE
 
 
 @dataclass(frozen=True)

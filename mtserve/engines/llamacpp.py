@@ -184,7 +184,8 @@ class LlamaCppEngine:
         body: dict[str, Any] = {
             "messages": self.template.messages(request.text, request.source, request.target,
                                                glossary=request.glossary, strict=request.strict,
-                                               markup=request.markup, retrieved=request.examples),
+                                               markup=request.markup, retrieved=request.examples,
+                                               guidance=request.guidance),
             "temperature": request.temperature,
             "max_tokens": min(max_tokens, self._max_output_tokens),
             "cache_prompt": self._cache_prompt,

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
-from mtserve.engines.base import Engine, ModelInfo, TranslationRequest
+from mtserve.engines.base import NO_GUIDANCE, Engine, Guidance, ModelInfo, TranslationRequest
 from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
 from mtserve.service.glossary import (
@@ -55,7 +55,7 @@ from mtserve.text.cleanup import clean_translation, strip_special_tokens
 from mtserve.text.detect import Detection, LanguageDetector
 from mtserve.text.encoding import repair_mojibake
 from mtserve.text.html import HTML, TagHandling, parse_html
-from mtserve.text.languages import language_name
+from mtserve.text.languages import FORMAL_REGISTERS, language_name
 from mtserve.text.punctuation import has_words, passthrough
 from mtserve.text.segment import join_pieces, split_text
 from mtserve.text.spacing import respace_for_target
@@ -79,6 +79,12 @@ TM_PAIRS_TTL_S = 5.0  # how long the TM's list of pairs with entries is trusted 
 
 class UnsupportedLanguage(ValueError):
     pass
+
+
+def follows_formality(model: ModelInfo, target: str) -> bool:
+    """Whether ``model`` is told a formality into ``target``: a prompted engine, into a language
+    whose grammar marks it (``FORMAL_REGISTERS``); a seq2seq model has no prompt to tell."""
+    return model.prompted and target in FORMAL_REGISTERS
 
 
 @dataclass
@@ -137,6 +143,7 @@ class _Segment:
     transfer: bool = False
     source: str = ""  # the source language, for the fallback's own requests
     entries: dict[str, str] = field(default_factory=dict)  # the glossary, for the same
+    guidance: Guidance = NO_GUIDANCE  # the request's context, instructions and formality, for the same
 
 
 @dataclass
@@ -288,10 +295,12 @@ class TranslationService:
                      [gap for plan in plans for gap in plan.gaps])
 
     def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None,
-             fmt: str = "text", examples: tuple[tuple[str, str], ...] = ()) -> CacheKey:
-        """Where a translation is cached: a translation made with TM examples is cached apart."""
+             fmt: str = "text", examples: tuple[tuple[str, str], ...] = (),
+             guidance: Guidance = NO_GUIDANCE) -> CacheKey:
+        """Where a translation is cached: one made with TM examples, or with a request's context,
+        instructions or formality, is cached apart."""
         context = canonical(terms or {}) + (canonical(dict(examples)) if examples else "")
-        return CacheKey(self.model.model, source, target, fmt, segment, context)
+        return CacheKey(self.model.model, source, target, fmt, segment, context, guidance.key())
 
     # --- the translation memory --------------------------------------------------------
     def _memory_for(self, source: str, target: str, use: bool) -> TranslationMemory | None:
@@ -349,9 +358,25 @@ class TranslationService:
             return glossary
         return merge(self.named_glossary(glossary_id, source, target, key_id), glossary)
 
+    # --- context, instructions, formality ---------------------------------------------
+    def supports_formality(self, target: str) -> bool:
+        """Whether a formality request into ``target`` is followed (DeepL's ``supports_formality``)."""
+        return follows_formality(self.model, target)
+
+    def guidance_for(self, guidance: Guidance | None, target: str) -> Guidance:
+        """What of a request's guidance the engine gets: all of it for a prompted engine (the
+        formality only where the target marks it), none for a seq2seq model, which has no prompt;
+        so a seq2seq translation is also cached as one made without it."""
+        if guidance is None or not guidance or not self.model.prompted:
+            return NO_GUIDANCE
+        if guidance.formality != "default" and not self.supports_formality(target):
+            guidance = replace(guidance, formality="default")
+        return guidance if guidance else NO_GUIDANCE
+
     def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
                         temperature: float = 0.0, seed: int | None = None,
-                        marked: bool = False, examples: tuple[tuple[str, str], ...] = ()) -> TranslationRequest:
+                        marked: bool = False, examples: tuple[tuple[str, str], ...] = (),
+                        guidance: Guidance = NO_GUIDANCE) -> TranslationRequest:
         """What the engine sees: Chinese in Simplified script, whatever the caller sent or wants."""
         text = segment
         if source in CHINESE and (source == "zt" or chinese.is_traditional(segment)):
@@ -361,7 +386,8 @@ class TranslationService:
             target = "zh"
             terms = {t: chinese.to_simplified(tr) for t, tr in terms.items()}
         return TranslationRequest(text=text, source=source, target=target, temperature=temperature,
-                                  seed=seed, glossary=tuple(terms.items()), markup=marked, examples=examples)
+                                  seed=seed, glossary=tuple(terms.items()), markup=marked, examples=examples,
+                                  guidance=guidance)
 
     @staticmethod
     def _to_target_script(text: str, target: str, terms: dict[str, str]) -> str:
@@ -419,6 +445,7 @@ class TranslationService:
         key_id: str | None = None,
         tags: TagHandling | None = None,
         tm: bool = True,
+        guidance: Guidance | None = None,
     ) -> list[Translation]:
         """Translate texts as one request: one ticket, one deadline, all segments fair-queued.
 
@@ -427,17 +454,20 @@ class TranslationService:
         one the caller with API key ``key_id`` may use.
         ``tags`` says how markup splits text for ``fmt`` "html" and "xml" (DeepL's parameters).
         ``tm=False`` leaves the translation memory out (no exact matches, no retrieved examples).
+        ``guidance`` (context, instructions, formality) goes into every segment's prompt, on a
+        prompted engine; it is not translated, and keys the cache.
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
+        guidance = self.guidance_for(guidance, target)
         texts, resolved = await _off_loop(sum(map(len, texts)), self._read_all, texts, source, target)
         for src, _ in resolved:
             self.check_pair(src, target)
         async with self.scheduler.ticket(timeout_s, priority) as ticket:
             jobs = [
                 self._translate_one(ticket, text, src, target, fmt, usage, glossary=glossary, tags=tags,
-                                    key_id=key_id, tm=tm)
+                                    key_id=key_id, tm=tm, guidance=guidance)
                 for text, (src, _) in zip(texts, resolved)
             ]
             outputs = await asyncio.gather(*jobs)
@@ -446,7 +476,8 @@ class TranslationService:
                 alt_lists = list(
                     await asyncio.gather(
                         *[
-                            self._alternatives(ticket, text, src, target, alternatives, out, usage, glossary)
+                            self._alternatives(ticket, text, src, target, alternatives, out, usage, glossary,
+                                               guidance)
                             for text, (src, _), out in zip(texts, resolved, outputs)
                         ]
                     )
@@ -469,7 +500,7 @@ class TranslationService:
     def _prepare(self, text: str, source: str, target: str, fmt: str, usage: Usage,
                  glossary: dict[str, str] | None, temperature: float = 0.0,
                  seed: int | None = None, tags: TagHandling | None = None, key_id: str | None = None,
-                 tm: bool = True) -> tuple[_Plan, list[_Segment]]:
+                 tm: bool = True, guidance: Guidance = NO_GUIDANCE) -> tuple[_Plan, list[_Segment]]:
         """Cut a text into segments and decide, once, how each is served: passed through (no
         words), from the translation memory (an exact match), from the cache (greedy decoding
         only), or by an engine request (with the memory's most similar entries as examples)."""
@@ -478,7 +509,7 @@ class TranslationService:
         memory = self._memory_for(source, target, tm)
         segments: list[_Segment] = []
         for segment, gap in zip(plan.segments, plan.gaps):
-            item = _Segment(gap, source=source, entries=entries)
+            item = _Segment(gap, source=source, entries=entries, guidance=guidance)
             segments.append(item)
             if not has_words(markup.strip_tags(segment) if fmt != "text" else segment):
                 item.output = passthrough(segment, target)
@@ -495,7 +526,8 @@ class TranslationService:
                     continue
                 if examples:
                     self.metrics.tm_examples.inc()
-            key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples)
+            key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples,
+                            guidance)
             cached = self.cache.get(key) if temperature == 0 else None
             if cached is not None:
                 item.output = cached
@@ -512,7 +544,7 @@ class TranslationService:
                 marked = self.model.prompted and markup.PLACEHOLDER.search(engine_text) is not None
                 item.transfer = self.model.prompted
             item.request = self._engine_request(engine_text, source, target, item.terms, temperature, seed,
-                                                marked=marked, examples=examples)
+                                                marked=marked, examples=examples, guidance=guidance)
             item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
         return plan, segments
@@ -583,7 +615,8 @@ class TranslationService:
         the fallback places them."""
         source = item.marked
         assert source is not None and item.request is not None
-        plain_key = self._key(item.source, target, markup.strip_tags(source), item.terms)
+        plain_key = self._key(item.source, target, markup.strip_tags(source), item.terms,
+                              guidance=item.guidance)
         self.cache.put(plain_key, plain_output)  # the same sentence sent without tags is now a hit
         request = replace(item.request, text=source, transfer=plain_output, markup=True)
         [outcome] = await ticket.wait([ticket.submit(request)])
@@ -611,20 +644,21 @@ class TranslationService:
                     if not e.void and has_words(plain[e.start:e.end])}
         texts = ([] if plain_output is not None else [markup.strip_tags(source)]) + list(contents.values())
         translated = await asyncio.gather(*[
-            self._translate_plain(ticket, text, item.source, target, usage, item.entries) for text in texts])
+            self._translate_plain(ticket, text, item.source, target, usage, item.entries, item.guidance)
+            for text in texts])
         if plain_output is None:
             plain_output, translated = translated[0], translated[1:]
         return markup.project(source, plain_output, dict(zip(contents, translated)), target)
 
     async def _translate_plain(self, ticket: Ticket, text: str, source: str, target: str, usage: Usage,
-                               entries: dict[str, str]) -> str:
+                               entries: dict[str, str], guidance: Guidance = NO_GUIDANCE) -> str:
         """One sentence translated as plain text (cached, cleaned, guarded), for the fallback."""
         terms = matching_entries(entries, text)
-        key = self._key(source, target, text, terms)
+        key = self._key(source, target, text, terms, guidance=guidance)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        request = self._engine_request(text, source, target, terms)
+        request = self._engine_request(text, source, target, terms, guidance=guidance)
         [outcome] = await ticket.wait([ticket.submit(request)])
         self._account(usage, outcome)
         output = await self._finish(ticket, request, outcome, usage, target, terms)
@@ -635,13 +669,14 @@ class TranslationService:
         self, ticket: Ticket, text: str, source: str, target: str, fmt: str, usage: Usage,
         temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
         tags: TagHandling | None = None, key_id: str | None = None, tm: bool = True,
+        guidance: Guidance = NO_GUIDANCE,
     ) -> str:
         shortcut = await _off_loop(len(text), self._shortcut, text, source, target)
         if shortcut is not None:
             return shortcut[0]
         planned = Usage()  # counted apart: several texts of one request may be planned at once
         plan, segments = await _off_loop(len(text), self._prepare, text, source, target, fmt, planned, glossary,
-                                         temperature, seed, tags, key_id, tm)
+                                         temperature, seed, tags, key_id, tm, guidance)
         usage.add(planned)
         pending = [item for item in segments if item.request is not None]
         outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
@@ -653,7 +688,7 @@ class TranslationService:
 
     async def _alternatives(
         self, ticket: Ticket, text: str, source: str, target: str, count: int, best: str, usage: Usage,
-        glossary: dict[str, str] | None = None,
+        glossary: dict[str, str] | None = None, guidance: Guidance = NO_GUIDANCE,
     ) -> list[str]:
         """Up to ``count`` sampled translations (fixed seeds), distinct from the best and each other.
 
@@ -676,7 +711,7 @@ class TranslationService:
             candidates = await asyncio.gather(*[
                 self._translate_one(ticket, text, source, target, "text", usage,
                                     temperature=ALTERNATIVE_TEMPERATURE + 0.3 * round_, seed=seed,
-                                    glossary=glossary)
+                                    glossary=glossary, guidance=guidance)
                 for seed in seeds
             ])
             for candidate in candidates:
@@ -695,7 +730,7 @@ class TranslationService:
         self, text: str, source: str, target: str, fmt: str = "text",
         timeout_s: float | None = None, usage: Usage | None = None,
         glossary: dict[str, str] | None = None, glossary_id: str | None = None, key_id: str | None = None,
-        tm: bool = True,
+        tm: bool = True, guidance: Guidance | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Yield the translation as it is generated, segment by segment, in order.
 
@@ -709,6 +744,7 @@ class TranslationService:
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
+        guidance = self.guidance_for(guidance, target)
         [text], [(src, detected)] = await _off_loop(len(text), self._read_all, [text], source, target)
         self.check_pair(src, target)
         final: dict = {}
@@ -731,7 +767,7 @@ class TranslationService:
                 return
             planned = Usage()
             plan, segments = await _off_loop(len(text), self._prepare, text, src, target, fmt, planned, glossary,
-                                             0.0, None, None, key_id, tm)
+                                             0.0, None, None, key_id, tm, guidance)
             usage.add(planned)
             queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]
             # A marked segment streams no raw deltas: they would show the view's tags, and its
