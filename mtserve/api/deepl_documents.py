@@ -1,8 +1,9 @@
 """DeepL's document API (``/v2/document``), so DeepL clients and plugins translate files too.
 
 Upload (``POST /v2/document``: multipart ``file``, ``target_lang``, optional
-``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``)
-answers ``document_id`` and ``document_key``. The status (``POST /v2/document/{id}``
+``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``, and
+mtserve's ``context``, which replaces the format's own default context) answers
+``document_id`` and ``document_key``. The status (``POST /v2/document/{id}``
 with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
 ``seconds_remaining`` and ``billed_characters``; the result
 (``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
@@ -22,8 +23,8 @@ from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 
-from mtserve.api.common import admit, queue_document, service_of
-from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, fields_of, to_mtserve
+from mtserve.api.common import admit, guidance_of, queue_document, service_of
+from mtserve.api.deepl import fields_of, formality_of, to_mtserve
 from mtserve.api.errors import ApiError, BodyTooLarge
 from mtserve.documents.base import DocumentError
 from mtserve.documents.jobs import Job, JobStatus, JobStore
@@ -73,12 +74,9 @@ async def _queue(request: Request, store: JobStore, form) -> dict:
     supported = service.languages
     target = to_mtserve(fields["target_lang"], "target_lang", supported)
     source = to_mtserve(fields["source_lang"], "source_lang", supported) if fields.get("source_lang") else "auto"
-    formality = fields.get("formality", "default").strip().lower() or "default"
-    if formality not in FORMALITY_KNOWN:
-        raise ApiError(400, f"Value for 'formality' not supported: {formality!r}")
-    if formality not in FORMALITY_OK:
-        raise ApiError(400, f"'formality' is not supported for target language {fields['target_lang']}; "
-                            "use prefer_more or prefer_less")
+    # formality as /v2/translate takes it; context (an mtserve extension) overrides the format's default
+    guidance = guidance_of(store.settings, fields.get("context") or None,
+                           formality=formality_of(fields.get("formality"), target, fields["target_lang"], service))
     filename = PurePath(fields.get("filename") or upload.filename or "").name
     try:
         fmt = format_for(filename, store.formats)
@@ -97,7 +95,8 @@ async def _queue(request: Request, store: JobStore, form) -> dict:
         if len(data) > store.max_bytes:
             raise ApiError(413, f"The document is over {store.settings.files_max_mb:g} MB, the limit "
                                 "(MTSERVE_FILES_MAX_MB)")
-    job = await queue_document(request, store, filename, bytes(data), source, target, None, glossary_id)
+    job = await queue_document(request, store, filename, bytes(data), source, target, None, glossary_id,
+                               guidance)
     request.app.state.runtime.usage_chars += job.chars
     return {"document_id": job.id, "document_key": store.document_key(job)}
 

@@ -19,6 +19,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from mtserve.api.common import (
     admit,
+    guidance_of,
     key_id_of,
     open_stream,
     read_fields,
@@ -134,11 +135,13 @@ async def translate(request: Request):
     req = await parse_body(request, TranslateRequest)
     admit(request, req.api_key)
     texts = validate_translate(req, settings)
+    guidance = guidance_of(settings, req.context)  # an extension: DeepL's context, not billed
     service = service_of(request)
     usage = Usage()
     results = await run_call(request, lambda: service.translate(
         texts, req.source, req.target, req.format, req.alternatives, timeout_s=deadline_s(req, settings),
         usage=usage, glossary=req.glossary, glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
+        guidance=guidance,
     ), sum(len(t) for t in texts), usage)
     request.state.chars_out = sum(len(r.text) for r in results)
     single = not isinstance(req.q, list)
@@ -171,11 +174,13 @@ async def _stream(request: Request, req: TranslateRequest):
         raise ApiError(400, "the stream endpoint takes one text in q, not a list")
     admit(request, req.api_key)
     validate_translate(req, settings)
+    guidance = guidance_of(settings, req.context)
     service = service_of(request)
     usage = Usage()
     events = service.stream(req.q, req.source, req.target, req.format,
                             timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
-                            glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm)
+                            glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
+                            guidance=guidance)
     first = await open_stream(request, events, len(req.q), usage)
 
     def render(event: StreamEvent) -> list[dict[str, str]]:
@@ -201,10 +206,11 @@ async def translate_stream(request: Request):
 @router.get("/translate/stream", responses=TRANSLATE_ERRORS, response_class=EventSourceResponse)
 async def translate_stream_get(request: Request, q: str, target: str, source: str = "auto",
                                format: str = "text", api_key: str | None = None,
-                               glossary: str | None = None, glossary_id: str | None = None):
+                               glossary: str | None = None, glossary_id: str | None = None,
+                               context: str | None = None):
     """The same stream for EventSource clients, with the fields in the query string."""
     fields = {"q": q, "source": source, "target": target, "format": format, "api_key": api_key,
-              "glossary": glossary, "glossary_id": glossary_id}
+              "glossary": glossary, "glossary_id": glossary_id, "context": context}
     return await _stream(request, validate_as(request, TranslateRequest, fields))
 
 
