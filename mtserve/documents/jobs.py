@@ -45,7 +45,7 @@ from mtserve.documents.registry import enabled_formats, extensions_of, format_fo
 from mtserve.documents.runner import translate_document
 from mtserve.documents.sandbox import parse_document, warm
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
-from mtserve.service.translator import Guidance, TranslationService, UnsupportedLanguage
+from mtserve.service.translator import Guidance, PromptTooLong, TranslationService, UnsupportedLanguage
 from mtserve.settings import Settings
 from mtserve.text.detect import Detection
 
@@ -414,6 +414,8 @@ class JobStore:
                 job.status = JobStatus.CANCELLED
         except (DocumentError, UnsupportedLanguage) as exc:
             self._fail(job, str(exc), 400)
+        except PromptTooLong as exc:
+            self._fail(job, str(exc), 413)
         except DeadlineExceeded:
             self._fail(job, "the engine was too busy to translate the document in time; try again later", 504)
         except SchedulerStopped as exc:

@@ -13,10 +13,11 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol, runtime_checkable
 
 FORMALITIES = ("default", "more", "less")
+CONTEXT_KEPT_AT_LEAST = 40  # a context is halved down to about this many characters, then dropped
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,18 @@ class Guidance:
 
     def __bool__(self) -> bool:
         return bool(self.context.strip() or self.instructions or self.formality != "default")
+
+    def shorter(self) -> "Guidance":
+        """Less of it, for a prompt that does not fit the model's context: the context's second half
+        (the part nearest the text, when it is the text that came before), then no context, then no
+        instructions, then no formality."""
+        if len(self.context) > CONTEXT_KEPT_AT_LEAST:
+            return replace(self, context=self.context[len(self.context) // 2:].lstrip())
+        if self.context:
+            return replace(self, context="")
+        if self.instructions:
+            return replace(self, instructions=())
+        return replace(self, formality="default")
 
     def key(self) -> str:
         """What the cache keys a translation made with this guidance on ("" for none)."""
@@ -80,6 +93,10 @@ class TranslationResult:
 
 class EngineError(RuntimeError):
     """The engine failed on one request; others are unaffected."""
+
+
+class PromptTooLong(EngineError):
+    """The prompt does not fit the model's context window; a shorter segment (or context) would."""
 
 
 class EngineDead(EngineError):

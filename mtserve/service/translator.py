@@ -33,7 +33,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
-from mtserve.engines.base import NO_GUIDANCE, Engine, Guidance, ModelInfo, TranslationRequest
+from mtserve.engines.base import (  # noqa: F401 - PromptTooLong: for the layers above, which see no engine
+    NO_GUIDANCE,
+    Engine,
+    Guidance,
+    ModelInfo,
+    PromptTooLong,
+    TranslationRequest,
+)
 from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
 from mtserve.service.glossary import (

@@ -160,3 +160,17 @@ def test_a_seq2seq_engine_supports_no_formality_and_ignores_context(tmp_path):
         translator.translate_text("你好", source_lang="ZH", target_lang="DE", context=CONTEXT,
                                   custom_instructions=["Be brief."], formality="prefer_more")
     assert engine.calls and not engine.calls[-1].guidance
+
+
+def test_a_segment_too_long_for_the_model_s_context_is_a_413_not_a_500(tmp_path):
+    from mtserve.engines.base import PromptTooLong
+
+    def refuse(request):
+        raise PromptTooLong("the segment's prompt is 2090 tokens, over the 1024 tokens of a slot's context "
+                            "(MTSERVE_CTX_PER_SLOT): send shorter text")
+
+    with serve(ScriptedEngine(refuse), home=tmp_path) as url:
+        r = httpx.post(f"{url}/translate", json={"q": "提交", "source": "zh", "target": "en"})
+        d = httpx.post(f"{url}/v2/translate", json={"text": ["提交"], "source_lang": "ZH", "target_lang": "EN-US"})
+    assert r.status_code == 413 and "MTSERVE_CTX_PER_SLOT" in r.json()["error"]
+    assert d.status_code == 413 and "MTSERVE_CTX_PER_SLOT" in d.json()["message"]
