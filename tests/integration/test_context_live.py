@@ -75,3 +75,11 @@ def test_openai_separator_batch_comes_back_with_its_separators(live_server):
     assert len(lines) == 6 and [lines[1], lines[3], lines[5]] == ["==PART==", "==PART==", ""]
     blocks = [lines[0], lines[2], lines[4]]
     assert all(block.strip() and not re.search(r"[\u4e00-\u9fff]", block) for block in blocks), blocks
+
+
+def test_a_context_too_long_for_the_slot_is_cut_to_fit_not_a_500(live_server):
+    context = "".join(chr(0x9F00 + i) for i in range(1000))  # rare ideographs: several tokens each, ~2,000 in all
+    r = httpx.post(f"{live_server}/translate", json={"q": "提交", "source": "zh", "target": "en", "context": context},
+                   timeout=300)
+    assert r.status_code == 200, r.text  # the context was cut until the prompt fit the slot's 1,024 tokens
+    assert r.json()["translatedText"].strip()
