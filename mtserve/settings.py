@@ -180,6 +180,11 @@ class Settings(BaseSettings):
         1_000, description="Most entries in a request's own glossary object (/translate, /translate/stream, "
         "/translate_file, /jobs); more get 413 (0 = no cap)."
     )
+    context_max_chars: int = Field(
+        1_000, ge=0, description="Longest `context` a request may send (DeepL's field, also on /translate, "
+        "/translate_file and /v1); every segment's prompt carries it, so it costs prompt tokens per "
+        "segment; longer gets 413 (0 = no cap)."
+    )
     guardrails: bool = Field(
         True,
         description="Check each output (left untranslated, looping, explaining, glossary term missed) "

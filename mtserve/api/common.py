@@ -42,7 +42,7 @@ from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
 from mtserve.documents.jobs import Job, JobStore
 from mtserve.service.access import AccessDenied, QuotaExceeded
 from mtserve.service.runtime import Runtime
-from mtserve.service.translator import StreamEvent, TranslationService, Usage
+from mtserve.service.translator import Guidance, StreamEvent, TranslationService, Usage
 from mtserve.settings import Settings
 
 T = TypeVar("T")
@@ -316,6 +316,49 @@ def object_field(fields: dict[str, Any], name: str) -> dict[str, Any] | None:
     return value
 
 
+# --- context, instructions, formality --------------------------------------------------------------
+INSTRUCTIONS_MAX = 10  # DeepL's bounds on custom_instructions (its API reference and official clients)
+INSTRUCTION_MAX_CHARS = 300
+
+
+def context_of(value: Any, settings: Settings, name: str = "context") -> str:
+    """A request's ``context``: text that informs the translation and is neither translated nor
+    billed. A 400 if it is not a string, a 413 past ``context_max_chars``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _wrong_type(name, "a string", value)
+    limit = settings.context_max_chars
+    if limit and len(value) > limit:
+        raise ApiError(413, f"'{name}' has {len(value)} characters; the limit is {limit} "
+                            "(MTSERVE_CONTEXT_MAX_CHARS): send the sentences nearest the text")
+    return value.strip()
+
+
+def instructions_of(value: Any, name: str = "custom_instructions") -> tuple[str, ...]:
+    """DeepL's ``custom_instructions``: a list of up to 10 short instructions (a form may repeat the
+    field, or send one); each at most 300 characters."""
+    if value is None or value == "":
+        return ()
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ApiError(400, f"'{name}' must be a list of strings, not {json_type(value)}")
+    values = [v.strip() for v in values if v.strip()]
+    if len(values) > INSTRUCTIONS_MAX:
+        raise ApiError(400, f"'{name}' has {len(values)} instructions; the most allowed is {INSTRUCTIONS_MAX}")
+    for i, instruction in enumerate(values):
+        if len(instruction) > INSTRUCTION_MAX_CHARS:
+            raise ApiError(400, f"'{name}'[{i}] has {len(instruction)} characters; an instruction may have "
+                                f"at most {INSTRUCTION_MAX_CHARS}")
+    return tuple(values)
+
+
+def guidance_of(settings: Settings, context: Any = None, instructions: Any = None,
+                formality: str = "default") -> Guidance:
+    """The guidance a request's fields ask for, checked (``formality`` already one of default, more, less)."""
+    return Guidance(context_of(context, settings), instructions_of(instructions), formality)
+
+
 # --- keys ------------------------------------------------------------------------------------------
 def runtime_of(request: Request) -> Runtime:
     return request.app.state.runtime
@@ -580,12 +623,12 @@ async def run_call(request: Request, work: Callable[[], Awaitable[T]], chars_in:
 # --- documents -------------------------------------------------------------------------------------
 async def queue_document(request: Request, store: JobStore, filename: str, data: bytes, source: str,
                          target: str, glossary: dict[str, str] | None = None,
-                         glossary_id: str | None = None) -> Job:
+                         glossary_id: str | None = None, guidance: Guidance | None = None) -> Job:
     """Queue a document job for any family (files, DeepL's /v2/document): parsed and checked by
-    the job store, and its characters charged to the caller's quota; a job the quota cannot pay
-    for is removed again (QuotaExceeded)."""
+    the job store, and its characters charged to the caller's quota (its text only: a context is
+    not billed); a job the quota cannot pay for is removed again (QuotaExceeded)."""
     job = await store.submit(service_of(request), filename, data, source, target, glossary,
-                             glossary_id=glossary_id, key_id=key_id_of(request))
+                             glossary_id=glossary_id, key_id=key_id_of(request), guidance=guidance)
     request.state.chars_in = job.chars
     try:
         charge(request, job.chars)

@@ -6,9 +6,15 @@ shape: DeepL language codes (``EN-US``, ``ZH-HANS``...), ``{"translations": [...
 responses, ``{"message": ...}`` errors, and the glossaries API backed by
 mtserve's glossary store.
 
-Honest limits: the LLM engines have no formality control, so every target
-reports ``supports_formality: false``; like DeepL, ``formality=more|less`` is
-then a 400 and ``prefer_more|prefer_less`` are accepted and ignored.
+``context`` (text that informs the translation; neither translated nor billed),
+``custom_instructions`` (up to 10 of up to 300 characters, DeepL's bounds) and
+``formality`` reach an LLM engine's prompt (``mtserve.engines.prompts``), and
+key the cache. ``supports_formality`` in ``/v2/languages`` is true where the
+engine is prompted and the target marks formality (German Sie/du, French
+vous/tu, Chinese 您/你...); elsewhere, and always on a seq2seq engine, which has
+no prompt, ``formality=more|less`` is a 400 and ``prefer_more|prefer_less``
+fall back to the default, as DeepL answers. A seq2seq engine ignores
+``context`` and ``custom_instructions``.
 ``split_sentences`` and ``preserve_formatting`` are accepted: mtserve always
 splits at sentences and always keeps whitespace. ``tag_handling=xml|html``
 translates each sentence whole with its inline tags; ``ignore_tags``,
@@ -27,6 +33,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from mtserve.api.common import (
     admit,
+    guidance_of,
+    json_type,
     key_id_of,
     read_fields,
     run_call,
@@ -48,7 +56,7 @@ from mtserve.service.glossary import (
     parse_entries,
     scope_for,
 )
-from mtserve.service.translator import Usage
+from mtserve.service.translator import TranslationService, Usage, follows_formality
 from mtserve.settings import Settings
 from mtserve.text.html import TagHandling
 from mtserve.text.languages import language_name
@@ -62,6 +70,24 @@ TARGET_VARIANTS = {"en": ["EN-US", "EN-GB"], "zh": ["ZH", "ZH-HANS"], "zt": ["ZH
                    "pt": ["PT-PT", "PT-BR"]}
 FORMALITY_OK = {"default", "prefer_more", "prefer_less"}
 FORMALITY_KNOWN = FORMALITY_OK | {"more", "less"}
+
+
+def formality_of(value: Any, target: str, target_lang: str, service: TranslationService) -> str:
+    """DeepL's ``formality`` as the service takes it: default, more or less. ``more``/``less`` into a
+    target without formality support is a 400; ``prefer_*`` there is the default, as DeepL answers."""
+    if value is not None and not isinstance(value, str):
+        raise ApiError(400, f"'formality' must be a string, not {json_type(value)}, e.g. prefer_more")
+    formality = (value or "default").strip().lower() or "default"
+    if formality not in FORMALITY_KNOWN:
+        raise ApiError(400, f"Value for 'formality' not supported: {shown(formality)}")
+    if formality == "default":
+        return formality
+    if not service.supports_formality(target):
+        if formality in FORMALITY_OK:
+            return "default"
+        raise ApiError(400, f"'formality' is not supported for target language {shown(target_lang)}; "
+                            "use prefer_more or prefer_less (see supports_formality in GET /v2/languages)")
+    return formality.removeprefix("prefer_")
 
 
 def to_mtserve(code: str, role: str, supported: tuple[str, ...]) -> str:
@@ -156,12 +182,8 @@ async def translate(request: Request):
     source = "auto"
     if source_lang := text_field(fields, "source_lang"):
         source = to_mtserve(source_lang, "source_lang", supported)
-    formality = (text_field(fields, "formality") or "default").lower()
-    if formality not in FORMALITY_KNOWN:
-        raise ApiError(400, f"Value for 'formality' not supported: {shown(formality)}")
-    if formality not in FORMALITY_OK:
-        raise ApiError(400, f"'formality' is not supported for target language {shown(target_lang)}; "
-                            "use prefer_more or prefer_less")
+    guidance = guidance_of(settings, fields.get("context"), fields.get("custom_instructions"),
+                           formality_of(fields.get("formality"), target, target_lang, service))
     tag_handling = text_field(fields, "tag_handling")
     if tag_handling not in (None, "", "html", "xml"):
         raise ApiError(400, "Value for 'tag_handling' not supported: use html or xml")
@@ -177,7 +199,8 @@ async def translate(request: Request):
             raise ApiError(400, str(exc)) from None
     usage = Usage()
     results = await run_call(request, lambda: service.translate(
-        texts, source, target, fmt, usage=usage, glossary=glossary, tags=tags), chars, usage)
+        texts, source, target, fmt, usage=usage, glossary=glossary, tags=tags, guidance=guidance),
+        chars, usage)  # billed: the texts; a context is not
     runtime_of(request).usage_chars += chars
     return {
         "translations": [
@@ -197,13 +220,15 @@ async def languages(request: Request):
     kind = (text_field(fields, "type") or "source").lower()
     if kind not in ("source", "target"):
         raise ApiError(400, "Value for 'type' not supported: use source or target")
-    codes = runtime_of(request).model.languages
+    model = runtime_of(request).model
+    codes = model.languages
     if kind == "source":
         return [{"language": to_deepl(c), "name": language_name(c)} for c in codes if c != "zt"]
     out = []
     for code in codes:
+        formality = follows_formality(model, code)  # told in the prompt; a seq2seq model has none
         for variant in TARGET_VARIANTS.get(code, [code.upper()]):
-            out.append({"language": variant, "name": language_name(code), "supports_formality": False})
+            out.append({"language": variant, "name": language_name(code), "supports_formality": formality})
     return out
 
 

@@ -1,8 +1,9 @@
 """DeepL's document API (``/v2/document``), so DeepL clients and plugins translate files too.
 
 Upload (``POST /v2/document``: multipart ``file``, ``target_lang``, optional
-``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``)
-answers ``document_id`` and ``document_key``. The status (``POST /v2/document/{id}``
+``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``, and
+mtserve's ``context``, which replaces the format's own default context) answers
+``document_id`` and ``document_key``. The status (``POST /v2/document/{id}``
 with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
 ``seconds_remaining`` and ``billed_characters``; the result
 (``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
@@ -21,8 +22,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from mtserve.api.common import Upload, admit, queue_document, read_upload, service_of
-from mtserve.api.deepl import FORMALITY_KNOWN, FORMALITY_OK, fields_of, to_mtserve
+from mtserve.api.common import Upload, admit, guidance_of, queue_document, read_upload, service_of
+from mtserve.api.deepl import fields_of, formality_of, to_mtserve
 from mtserve.api.errors import ApiError
 from mtserve.documents.base import DocumentError
 from mtserve.documents.jobs import Job, JobStatus, JobStore
@@ -62,12 +63,9 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     supported = service.languages
     target = to_mtserve(fields["target_lang"], "target_lang", supported)
     source = to_mtserve(fields["source_lang"], "source_lang", supported) if fields.get("source_lang") else "auto"
-    formality = fields.get("formality", "default").strip().lower() or "default"
-    if formality not in FORMALITY_KNOWN:
-        raise ApiError(400, f"Value for 'formality' not supported: {formality!r}")
-    if formality not in FORMALITY_OK:
-        raise ApiError(400, f"'formality' is not supported for target language {fields['target_lang']}; "
-                            "use prefer_more or prefer_less")
+    # formality as /v2/translate takes it; context (an mtserve extension) overrides the format's default
+    guidance = guidance_of(store.settings, fields.get("context") or None,
+                           formality=formality_of(fields.get("formality"), target, fields["target_lang"], service))
     filename = PurePath(fields.get("filename") or upload.filename or "").name
     try:
         fmt = format_for(filename, store.formats)
@@ -80,7 +78,8 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     glossary_id = fields.get("glossary_id", "").strip() or None
     if glossary_id and source == "auto":
         raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
-    job = await queue_document(request, store, filename, upload.content, source, target, None, glossary_id)
+    job = await queue_document(request, store, filename, upload.content, source, target, None, glossary_id,
+                               guidance)
     request.app.state.runtime.usage_chars += job.chars
     return {"document_id": job.id, "document_key": store.document_key(job)}
 

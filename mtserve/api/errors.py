@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
-from mtserve.engines.base import EngineError
+from mtserve.engines.base import EngineError, PromptTooLong
 from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
 from mtserve.service.glossary import GlossaryError, GlossaryForbidden, GlossaryTooLarge, UnknownGlossary
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
@@ -145,6 +145,7 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (QueueFull, ErrorStatus(503, _retry_after(lambda exc: exc.retry_after_s))),
     (SchedulerStopped, ErrorStatus(503, lambda exc: {"Retry-After": "5"})),
     (DeadlineExceeded, ErrorStatus(504)),
+    (PromptTooLong, ErrorStatus(413)),  # a segment the model's context cannot hold, even without its context
 )
 # What a family's clients are told to read for the languages, after a service message.
 LANGUAGE_HINTS = {"/v2/": "see GET /v2/languages", "/v1/": "see GET /v1/models", "": "see GET /languages"}

@@ -24,6 +24,7 @@ from mtserve.api.common import (
     admit,
     authorize,
     decode_json,
+    guidance_of,
     json_max_depth,
     queue_document,
     read_upload,
@@ -54,6 +55,9 @@ NOT_FOUND = {404: {"model": ERRORS[400]["model"], "description": "No such job or
 GLOSSARY_HELP = 'Optional JSON object of term -> translation, e.g. {"IBM公司": "IBM"}, as /translate takes.'
 GLOSSARY_ID_HELP = ("Optional id of a stored glossary for exactly this source -> target pair (needs an "
                     "explicit source), as /translate takes; `glossary` overrides its entries.")
+CONTEXT_HELP = ("Optional text that informs the translation and is neither translated nor billed (DeepL's "
+                "field); replaces the format's own: a .po/.pot or .json catalog is 'user-interface strings of a "
+                "software application', .srt/.vtt 'the subtitles of a video'. LLM engines only.")
 _UPLOAD_FORM = {
     "requestBody": {
         "required": True,
@@ -70,6 +74,7 @@ _UPLOAD_FORM = {
                         "target": {"type": "string", "description": "Target language code."},
                         "glossary": {"type": "string", "description": GLOSSARY_HELP},
                         "glossary_id": {"type": "string", "description": GLOSSARY_ID_HELP},
+                        "context": {"type": "string", "description": CONTEXT_HELP},
                         "api_key": {"type": "string",
                                     "description": "The API key, when the server requires one."},
                     },
@@ -158,8 +163,9 @@ async def _submit(request: Request) -> Job:
         raise ApiError(400, "target is missing; send the target language code, e.g. target=en")
     glossary = _glossary(fields.get("glossary"), json_max_depth(request), store.settings.glossary_request_entries)
     glossary_id = fields.get("glossary_id", "").strip() or None
+    guidance = guidance_of(store.settings, fields.get("context") or None)
     return await queue_document(request, store, upload.filename or "", upload.content, source, target,
-                                glossary, glossary_id)
+                                glossary, glossary_id, guidance)
 
 
 def _glossary(value: str | None, max_depth: int, max_entries: int = 0) -> dict[str, str] | None:

@@ -27,6 +27,7 @@ from mtserve.api.common import (
     FORM_TYPES,
     admit,
     content_type_of,
+    guidance_of,
     is_json,
     key_id_of,
     open_stream,
@@ -202,11 +203,13 @@ async def translate(request: Request):
     fields = checked_fields(request, await read_values(request))
     req = validate_as(request, TranslateRequest, fields)
     texts = validate_translate(req, settings)
+    guidance = guidance_of(settings, req.context)  # an extension: DeepL's context, not billed
     service = service_of(request)
     usage = Usage()
     results = await run_call(request, lambda: service.translate(
         texts, req.source, req.target, req.format, req.alternatives, timeout_s=deadline_s(req, settings),
         usage=usage, glossary=req.glossary, glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
+        guidance=guidance,
     ), sum(len(t) for t in texts), usage)
     request.state.chars_out = sum(len(r.text) for r in results)
     single = not isinstance(req.q, list)
@@ -239,11 +242,13 @@ async def _stream(request: Request, fields: dict[str, Any]):
     if isinstance(req.q, list):
         raise ApiError(400, "the stream endpoint takes one text in q, not a list")
     validate_translate(req, settings)
+    guidance = guidance_of(settings, req.context)
     service = service_of(request)
     usage = Usage()
     events = service.stream(req.q, req.source, req.target, req.format,
                             timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
-                            glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm)
+                            glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
+                            guidance=guidance)
     first = await open_stream(request, events, len(req.q), usage)
 
     def render(event: StreamEvent) -> list[dict[str, str]]:
@@ -269,7 +274,8 @@ async def translate_stream(request: Request):
 @router.get("/translate/stream", responses=TRANSLATE_ERRORS, response_class=EventSourceResponse)
 async def translate_stream_get(request: Request, q: str | None = None, target: str | None = None,
                                source: str = "auto", format: str = "text", api_key: str | None = None,
-                               glossary: str | None = None, glossary_id: str | None = None):
+                               glossary: str | None = None, glossary_id: str | None = None,
+                               context: str | None = None):
     """The same stream for EventSource clients, with the fields in the query string (q and target
     are required; the parameters are named here for the API document, and read as UTF-8 below)."""
     return await _stream(request, query_fields(request))

@@ -14,6 +14,13 @@ that names no target is refused with a 400 that says how to name one. It goes
 through the same service as the other APIs (scheduler, cache, limits, keys).
 Streaming sends one chunk per translated sentence, already cleaned, so the
 streamed text equals the final text.
+
+A ``context`` field (an extension, DeepL's field) informs the translation and is
+neither translated nor billed. A message that holds several strings between
+separator lines (``==PART==``, ``---``, ``### 3 ###``: a translation tool's
+batch, ``mtserve.text.batch``) is translated block by block, one text each, and
+its separator lines come back unchanged, in number and order; streamed, it
+comes as one chunk per block once all are done.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from mtserve.api.common import (
     admit,
     authorize,
     flag_field,
+    guidance_of,
     int_field,
     json_type,
     object_field,
@@ -44,8 +52,9 @@ from mtserve.api.common import (
     text_field,
 )
 from mtserve.api.errors import ApiError
-from mtserve.service.translator import Usage
+from mtserve.service.translator import Guidance, TranslationService, Usage
 from mtserve.settings import Settings
+from mtserve.text.batch import Batch, split_batch
 from mtserve.text.languages import CHINESE_NAMES, LANGUAGES
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
@@ -184,6 +193,7 @@ async def chat_completions(request: Request):
     admit(request, None)  # the key is in a header: checked before the body is read
     body = await read_json(request)
     text, source, target = parse_chat(body, settings)
+    guidance = guidance_of(settings, body.get("context"))
     stream = flag_field(body, "stream")
     stream_options = object_field(body, "stream_options") or {}
     service = service_of(request)
@@ -191,13 +201,20 @@ async def chat_completions(request: Request):
     usage = Usage()
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
-    if stream:
-        include_usage = flag_field(stream_options, "include_usage")
+    include_usage = flag_field(stream_options, "include_usage")
+    batch = split_batch(text)
+    if batch is not None:
+        parts = await _translate_batch(request, service, batch, source, target, usage, guidance)
+        if stream:
+            return _stream_pieces(parts, model, completion_id, created, usage, include_usage)
+        translation = "".join(parts)
+    elif stream:
         return await _stream(request, service, text, source, target, model, completion_id, created,
-                             usage, include_usage)
-    results = await run_call(request, lambda: service.translate([text], source, target, usage=usage),
-                             len(text), usage)
-    translation = results[0].text
+                             usage, include_usage, guidance)
+    else:
+        results = await run_call(request, lambda: service.translate([text], source, target, usage=usage,
+                                                                    guidance=guidance), len(text), usage)
+        translation = results[0].text
     request.state.chars_out = len(translation)
     return {
         "id": completion_id, "object": "chat.completion", "created": created, "model": model,
@@ -207,13 +224,60 @@ async def chat_completions(request: Request):
     }
 
 
+async def _translate_batch(request: Request, service: TranslationService, batch: Batch, source: str,
+                           target: str, usage: Usage, guidance: Guidance) -> list[str]:
+    """Each block of a batch translated as a text of its own, in one request; blank blocks as they
+    are. The parts of the answer, separators unchanged. The source, if auto, is detected once over
+    all the blocks: a short block alone (a UI label) says little of its language."""
+    blocks = batch.blocks
+    wanted = [i for i, block in enumerate(blocks) if block.strip()]
+    if source == "auto":
+        sample = "\n".join(blocks[i] for i in wanted)
+        source = service.resolve_source(service.repair(sample), source, target)[0]
+    chars = sum(len(blocks[i]) for i in wanted)
+    results = await run_call(request, lambda: service.translate([blocks[i] for i in wanted], source, target,
+                                                                usage=usage, guidance=guidance), chars, usage)
+    translated = list(blocks)
+    for i, result in zip(wanted, results):
+        translated[i] = result.text
+    parts = list(batch.parts)
+    parts[0::2] = translated
+    return parts
+
+
+def _stream_pieces(parts: list[str], model: str, completion_id: str, created: int, usage: Usage,
+                   include_usage: bool) -> StreamingResponse:
+    """A translated batch as a stream: one chunk per block or separator, then the stop."""
+
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    def sse():
+        yield chunk({"role": "assistant", "content": ""})
+        for part in parts:
+            if part:
+                yield chunk({"content": part})
+        yield chunk({}, "stop")
+        if include_usage:
+            payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                       "model": model, "choices": [], "usage": usage_json(usage)}
+            yield f"data: {json.dumps(payload)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(sse(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
 def usage_json(usage: Usage) -> dict:
     return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.generated_tokens,
             "total_tokens": usage.prompt_tokens + usage.generated_tokens}
 
 
-async def _stream(request, service, text, source, target, model, completion_id, created, usage, include_usage):
-    events = service.stream(text, source, target, usage=usage)
+async def _stream(request, service, text, source, target, model, completion_id, created, usage, include_usage,
+                  guidance=None):
+    events = service.stream(text, source, target, usage=usage, guidance=guidance)
     first = await open_stream(request, events, len(text), usage)  # errors surface before the 200
 
     def chunk(delta: dict, finish: str | None = None) -> str:

@@ -30,6 +30,12 @@ class TranslateRequest(BaseModel):
         True, description="Use the translation memory: exact matches are served from it, and similar "
         "entries guide the translation. false leaves it out.",
     )
+    context: str | None = Field(
+        None,
+        description="An mtserve extension, DeepL's field: text that informs the translation (the "
+        "sentences around it, what it is: 'a button in a Git client') and is neither translated nor "
+        "billed. Up to MTSERVE_CONTEXT_MAX_CHARS characters; LLM engines only (seq2seq ones ignore it).",
+    )
     glossary_id: str | None = Field(
         None,
         description="Id of a stored glossary (`mtserve glossary add`, or DeepL's POST /v2/glossaries) "

@@ -5,6 +5,7 @@
     mtserve eval pairs.tsv --source de --target en --url http://127.0.0.1:8000
     mtserve eval --markup --split test --limit 60                         # inline tags and placeholders
     mtserve eval --dataset software --split dev --tm software --limit 100 # with a translation memory
+    mtserve eval --dataset context --split all [--no-context]             # what a request's context changes
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                     "(sacrebleu BLEU and chrF, with their signatures). Tune on --split dev; "
                     "report on --split test.",
     )
-    parser.add_argument("file", nargs="?", help="a TSV (source<TAB>reference[<TAB>group]) or JSONL "
-                        "({\"source\", \"reference\", \"id\"?, \"group\"?}) file; omit for --dataset")
+    parser.add_argument("file", nargs="?", help="a TSV (source<TAB>reference[<TAB>group], or columns named in a "
+                        "header: source, reference, id, group, context, expect) or JSONL ({\"source\", "
+                        "\"reference\", \"id\"?, \"group\"?, \"context\"?, \"expect\"?}) file; omit for "
+                        "--dataset")
     parser.add_argument("--dataset", default="hsk",
                         help="built-in set when no file is given: "
                         + "; ".join(f"{k}: {v}" for k, v in BUILTIN.items()))
@@ -64,6 +67,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="the markup set instead: the sentences of --dataset (hsk: zh->en; everyday: en->ja "
                              "or en->de) with inline tags and placeholders; reports tag and placeholder "
                              "integrity, markup cost, edge errors and fallbacks")
+    parser.add_argument("--no-context", action="store_true",
+                        help="leave out the pairs' context (sent as the request's context otherwise): the "
+                             "baseline to compare a context run with")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     add_setting_flags(parser, SERVICE_FIELDS + TM_FIELDS)
     parser.set_defaults(func=cmd_eval)
@@ -91,7 +97,15 @@ def _write(path: str, text: str) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from mtserve.engines.factory import EngineConfigError
-    from mtserve.eval.datasets import SOFTWARE_TM, DatasetError, load_builtin, load_file, parse_levels, sample
+    from mtserve.eval.datasets import (
+        SOFTWARE_TM,
+        DatasetError,
+        load_builtin,
+        load_file,
+        parse_levels,
+        sample,
+        without_context,
+    )
     from mtserve.eval.runner import evaluate
     from mtserve.eval.targets import HttpTarget, InProcessTarget, TargetError
     from mtserve.models.store import ModelStoreError
@@ -110,6 +124,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.limit is not None:
             evalset.pairs = sample(evalset.pairs, args.limit, args.seed)
             evalset.notes.append(f"sample of {len(evalset.pairs)} (seed {args.seed})")
+        if args.no_context:
+            evalset = without_context(evalset)
         if not evalset.pairs:
             raise DatasetError(f"the selection is empty ({evalset.name}, split {evalset.split})")
         if args.url:

@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     created_at REAL NOT NULL,
     finished_at REAL,
     instance TEXT,
-    chars INTEGER NOT NULL DEFAULT 0
+    chars INTEGER NOT NULL DEFAULT 0,
+    guidance TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_by_finish ON jobs (finished_at);
 """
@@ -56,8 +57,9 @@ CREATE INDEX IF NOT EXISTS jobs_by_finish ON jobs (finished_at);
 MUTABLE = ("version", "status", "total", "done", "section", "error", "error_status", "detected", "result_name",
            "result_filename", "notes", "upload", "finished_at")
 COLUMNS = ("id", "filename", "format", "source", "target", "glossary", "created_at", "instance", "chars",
-           *MUTABLE)
-ADDED_COLUMNS = {"chars": "INTEGER NOT NULL DEFAULT 0"}  # columns a file made by an older mtserve lacks
+           "guidance", *MUTABLE)
+# columns a file made by an older mtserve lacks; guidance: the request's context, instructions and formality
+ADDED_COLUMNS = {"chars": "INTEGER NOT NULL DEFAULT 0", "guidance": "TEXT"}
 LISTED = tuple(c for c in COLUMNS if c != "glossary")  # a listing leaves each job's glossary on disk
 
 
@@ -138,13 +140,13 @@ class JobRecords:
 
 
 def _encode(column: str, value):
-    if column in ("notes", "detected") and value is not None:
+    if column in ("notes", "detected", "guidance") and value is not None:
         return json.dumps(value, ensure_ascii=False)
     return value
 
 
 def _decode(column: str, value):
-    if column in ("notes", "detected") and value is not None:
+    if column in ("notes", "detected", "guidance") and value is not None:
         return json.loads(value)
     return value
 

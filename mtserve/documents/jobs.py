@@ -45,7 +45,7 @@ from mtserve.documents.registry import enabled_formats, extensions_of, format_fo
 from mtserve.documents.runner import translate_document
 from mtserve.documents.sandbox import parse_document, warm
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
-from mtserve.service.translator import TranslationService, UnsupportedLanguage
+from mtserve.service.translator import Guidance, PromptTooLong, TranslationService, UnsupportedLanguage
 from mtserve.settings import Settings
 from mtserve.text.detect import Detection
 
@@ -90,6 +90,8 @@ class Job:
     created_at: float = field(default_factory=time.time)
     finished_at: float | None = None
     upload: str | None = None  # the file under uploads/ while the job is queued or running
+    # the request's context, instructions and formality (None: none; the format's default context applies)
+    guidance: Guidance | None = None
     task: asyncio.Task | None = field(default=None, repr=False)
     version: int = 0
     _watchers: set[asyncio.Event] = field(default_factory=set, repr=False)
@@ -108,11 +110,15 @@ class Job:
                 "done": self.done, "section": self.section, "error": self.error,
                 "error_status": self.error_status, "detected": detected, "result_name": self.result_name,
                 "result_filename": self.result_filename, "notes": list(self.notes), "upload": self.upload,
-                "created_at": self.created_at, "finished_at": self.finished_at, "chars": self.chars}
+                "created_at": self.created_at, "finished_at": self.finished_at, "chars": self.chars,
+                "guidance": None if self.guidance is None else {
+                    "context": self.guidance.context, "instructions": list(self.guidance.instructions),
+                    "formality": self.guidance.formality}}
 
     @classmethod
     def from_record(cls, row: dict) -> Job:
         detected = row.get("detected")
+        guidance = row.get("guidance")
         return cls(id=row["id"], filename=row["filename"], format=row["format"], source=row["source"],
                    target=row["target"], total=row["total"], status=JobStatus(row["status"]), done=row["done"],
                    section=row["section"], error=row["error"], error_status=row["error_status"],
@@ -120,7 +126,9 @@ class Job:
                    result_name=row["result_name"], result_filename=row["result_filename"],
                    notes=list(row["notes"] or []), created_at=row["created_at"],
                    finished_at=row["finished_at"], upload=row["upload"], version=row["version"],
-                   chars=row.get("chars") or 0)
+                   chars=row.get("chars") or 0,
+                   guidance=Guidance(guidance.get("context", ""), tuple(guidance.get("instructions", ())),
+                                     guidance.get("formality", "default")) if guidance else None)
 
 
 def _slug(stem: str) -> str:
@@ -275,17 +283,20 @@ class JobStore:
 
     async def submit(self, service: TranslationService, filename: str, data: bytes, source: str,
                      target: str, glossary: dict[str, str] | None = None,
-                     glossary_id: str | None = None, key_id: str | None = None) -> Job:
+                     glossary_id: str | None = None, key_id: str | None = None,
+                     guidance: Guidance | None = None) -> Job:
         """Check and parse the file, then queue its translation. Raises DocumentError (4xx) first.
 
         A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload;
-        ``key_id`` is the caller's API key id, whose glossaries (and the operator's) it may name. The job's
-        record is on disk before this returns.
+        ``key_id`` is the caller's API key id, whose glossaries (and the operator's) it may name.
+        ``guidance`` is the request's context (which replaces the format's default), instructions and
+        formality. The job's record is on disk before this returns.
         """
         self.check_size(len(data))
         self._reserve_place()
         try:
-            return await self._submit(service, filename, data, source, target, glossary, glossary_id, key_id)
+            return await self._submit(service, filename, data, source, target, glossary, glossary_id, key_id,
+                                      guidance)
         finally:
             self._reserved -= 1  # the job, if there is one, now holds its place itself
 
@@ -299,7 +310,7 @@ class JobStore:
 
     async def _submit(self, service: TranslationService, filename: str, data: bytes, source: str,
                       target: str, glossary: dict[str, str] | None, glossary_id: str | None,
-                      key_id: str | None) -> Job:
+                      key_id: str | None, guidance: Guidance | None = None) -> Job:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
         glossary = service.request_glossary(source, target, glossary, glossary_id, key_id)
@@ -307,7 +318,7 @@ class JobStore:
         count = self._check_segments(document, fmt.extensions[0])
         job = Job(id=secrets.token_hex(16), filename=PurePath(filename).name, format=fmt.name,
                   source=source, target=target, total=count, notes=list(document.notes),
-                  chars=sum(len(segment) for segment in document.segments))
+                  chars=sum(len(segment) for segment in document.segments), guidance=guidance or None)
         job.upload = f"{job.id}.{fmt.extensions[0]}"
         upload = self.uploads / job.upload
         await asyncio.to_thread(self._write, upload, data)
@@ -386,7 +397,7 @@ class JobStore:
 
                 result = await translate_document(service, document, job.source, job.target,
                                                   chunk_size=self.settings.files_chunk, glossary=glossary,
-                                                  on_progress=progress)
+                                                  guidance=job.guidance, on_progress=progress)
                 stem = PurePath(job.filename).stem
                 extension = result.output.extension
                 job.detected = result.detected
@@ -403,6 +414,8 @@ class JobStore:
                 job.status = JobStatus.CANCELLED
         except (DocumentError, UnsupportedLanguage) as exc:
             self._fail(job, str(exc), 400)
+        except PromptTooLong as exc:
+            self._fail(job, str(exc), 413)
         except DeadlineExceeded:
             self._fail(job, "the engine was too busy to translate the document in time; try again later", 504)
         except SchedulerStopped as exc:

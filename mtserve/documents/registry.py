@@ -30,6 +30,9 @@ class Format:
     extensions: tuple[str, ...]  # the first is the canonical one
     read: Reader
     keeps: str  # one line for the docs and the API
+    # what its text is, for the prompt (a request's own ``context`` replaces it): a catalog's strings are
+    # terse UI labels and messages, a subtitle's lines are speech
+    context: str = ""
 
 
 def _lazy(module: str, function: str, **options: str) -> Reader:
@@ -47,14 +50,19 @@ def _lazy(module: str, function: str, **options: str) -> Reader:
     return read
 
 
+UI_STRINGS = "These are user-interface strings of a software application."
+SUBTITLES = "These are the subtitles of a video."
+
 FORMATS: tuple[Format, ...] = (
     Format("txt", ("txt",), _lazy("plain", "read_text"), "every line and blank line"),
     Format("md", ("md", "markdown"), _lazy("markdown", "read_markdown"),
            "Markdown syntax; code, link targets and HTML untouched"),
     Format("html", ("html", "htm", "xhtml"), _lazy("plain", "read_html"),
            "all markup; text nodes translated"),
-    Format("srt", ("srt",), _lazy("subtitles", "read_srt"), "numbering and timings exactly"),
-    Format("vtt", ("vtt",), _lazy("subtitles", "read_vtt"), "timings, cue settings and notes exactly"),
+    Format("srt", ("srt",), _lazy("subtitles", "read_srt"), "numbering and timings exactly",
+           context=SUBTITLES),
+    Format("vtt", ("vtt",), _lazy("subtitles", "read_vtt"), "timings, cue settings and notes exactly",
+           context=SUBTITLES),
     Format("docx", ("docx",), _lazy("office", "read_docx"), "styles, tables, images, headers and footers"),
     Format("pptx", ("pptx",), _lazy("office", "read_pptx"), "slides, shapes, layouts and notes"),
     Format("odt", ("odt",), _lazy("office", "read_odt"), "styles, tables, images, headers and footers"),
@@ -62,14 +70,24 @@ FORMATS: tuple[Format, ...] = (
            "chapters, markup, styles and the table of contents"),
     Format("pdf", ("pdf",), _lazy("pdf", "read_pdf"),
            "page size, images and drawings; text set back in place in a new font"),
-    Format("po", ("po", "pot"), _lazy("i18n", "read_po"), "msgids, contexts, comments and placeholders"),
-    Format("json", ("json",), _lazy("i18n", "read_json"), "keys, nesting and placeholders"),
+    Format("po", ("po", "pot"), _lazy("i18n", "read_po"), "msgids, contexts, comments and placeholders",
+           context=UI_STRINGS),
+    Format("json", ("json",), _lazy("i18n", "read_json"), "keys, nesting and placeholders",
+           context=UI_STRINGS),
     Format("xliff", ("xlf", "xliff"), _lazy("xliff", "read_xliff"),
            "ids, notes, states, attributes and inline codes; source into target"),
     Format("xlsx", ("xlsx",), _lazy("xlsx", "read_xlsx", sheet_names="xlsx_sheet_names"),
            "formulas, numbers, dates, styles, merged cells; sheet names unless set to translate"),
 )
 BY_EXTENSION = {ext: f for f in FORMATS for ext in f.extensions}
+BY_NAME = {f.name: f for f in FORMATS}
+
+
+def default_context(document_format: str) -> str:
+    """The context a format gives its text when the request sends none ("" for most formats);
+    ``document_format`` is ``Document.format`` (po, json, srt, vtt, docx...)."""
+    found = BY_NAME.get(document_format)
+    return found.context if found else ""
 ALL_NAMES = tuple(f.name for f in FORMATS)
 
 

@@ -5,7 +5,10 @@ at a time, at BACKGROUND priority: the scheduler runs them only when no
 interactive request waits, so a long document never holds up the API or the
 WebUI. Every segment goes through the same cache as API requests (a segment
 repeated inside a chunk is sent once; one repeated later is a cache hit) and
-the same glossary (the server's, plus the document's own). Chunks make
+the same glossary (the server's, plus the document's own), and the same guidance: the
+request's context, else the format's own (``registry.default_context``: a
+catalog's strings are UI strings, subtitles are a video's), with its
+instructions and formality. Chunks make
 progress reportable and cancellation prompt: cancelling the task closes the
 chunk's scheduler ticket, which stops its engine work. Within a chunk every
 segment is submitted at once, so all engine slots stay busy.
@@ -15,12 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from mtserve.documents.base import Document, Output, keep_edges, protected_split
+from mtserve.documents.registry import default_context
 from mtserve.service.scheduler import DeadlineExceeded, Priority, QueueFull
-from mtserve.service.translator import TranslationService
+from mtserve.service.translator import Guidance, TranslationService
 from mtserve.text.detect import Detection
 from mtserve.text.punctuation import has_words
 
@@ -46,9 +50,16 @@ async def translate_document(
     *,
     chunk_size: int = 8,
     glossary: dict[str, str] | None = None,
+    guidance: Guidance | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> DocumentResult:
-    """Translate every segment and render the file. Cancel the task to stop it."""
+    """Translate every segment and render the file. Cancel the task to stop it.
+
+    ``guidance`` is the request's; without a context of its own, the format's default context applies.
+    """
+    guidance = guidance or Guidance()
+    if not guidance.context.strip():
+        guidance = replace(guidance, context=default_context(document.format))
     source, detected = service.resolve_source(document.sample(), source, target)
     service.check_pair(source, target)
     document.check_target(target)
@@ -63,7 +74,7 @@ async def translate_document(
         on_progress(0, total)
     for chunk in chunks:
         translations += await _chunk(service, chunk, source, target, glossary, document,
-                                     "markup" if document.markup else "text")
+                                     "markup" if document.markup else "text", guidance)
         done += len(chunk)
         if on_progress is not None:
             on_progress(done, total)
@@ -72,17 +83,20 @@ async def translate_document(
 
 
 async def _chunk(service: TranslationService, texts: list[str], source: str, target: str,
-                 glossary: dict[str, str] | None, document: Document, fmt: str = "text") -> list[str]:
+                 glossary: dict[str, str] | None, document: Document, fmt: str = "text",
+                 guidance: Guidance | None = None) -> list[str]:
     unique = list(dict.fromkeys(texts))  # a repeated segment is translated once
-    outputs = await _translate(service, unique, source, target, glossary, fmt)
+    outputs = await _translate(service, unique, source, target, glossary, fmt, guidance)
     if document.placeholders is not None:
-        outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, document)
+        outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, document,
+                                           guidance)
     translated = dict(zip(unique, outputs))
     return [translated[text] for text in texts]
 
 
 async def _translate(service: TranslationService, texts: list[str], source: str, target: str,
-                     glossary: dict[str, str] | None, fmt: str = "text") -> list[str]:
+                     glossary: dict[str, str] | None, fmt: str = "text",
+                     guidance: Guidance | None = None) -> list[str]:
     if not texts:
         return []
     timeout_s = service.settings.request_timeout_s * 4
@@ -90,7 +104,8 @@ async def _translate(service: TranslationService, texts: list[str], source: str,
     while True:
         try:
             results = await service.translate(texts, source, target, fmt, timeout_s=timeout_s,
-                                              priority=Priority.BACKGROUND, glossary=glossary)
+                                              priority=Priority.BACKGROUND, glossary=glossary,
+                                              guidance=guidance)
             return [r.text for r in results]
         except QueueFull as exc:  # the API is busy: wait for room rather than fail the document
             await asyncio.sleep(min(float(exc.retry_after_s), QUEUE_FULL_WAIT_MAX_S))
@@ -103,7 +118,7 @@ async def _translate(service: TranslationService, texts: list[str], source: str,
 
 async def _keep_placeholders(service: TranslationService, texts: list[str], outputs: list[str], source: str,
                              target: str, glossary: dict[str, str] | None,
-                             document: Document) -> list[str]:
+                             document: Document, guidance: Guidance | None = None) -> list[str]:
     """Re-translate, between its placeholders, every string whose translation broke one."""
     pattern = document.placeholders
     assert pattern is not None
@@ -118,7 +133,7 @@ async def _keep_placeholders(service: TranslationService, texts: list[str], outp
         slots = [k for k, p in enumerate(pieces) if p.translate and has_words(p.text)]
         plans.append((i, pieces, slots))
         fragments += [pieces[k].text.strip() for k in slots]
-    translated = iter(await _translate(service, fragments, source, target, glossary))
+    translated = iter(await _translate(service, fragments, source, target, glossary, guidance=guidance))
     fixed = list(outputs)
     for i, pieces, slots in plans:
         parts = [p.text for p in pieces]

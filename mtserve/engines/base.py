@@ -9,11 +9,51 @@ that many calls in flight.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol, runtime_checkable
+
+FORMALITIES = ("default", "more", "less")
+CONTEXT_KEPT_AT_LEAST = 40  # a context is halved down to about this many characters, then dropped
+
+
+@dataclass(frozen=True)
+class Guidance:
+    """What a request says about the translation besides its text, as DeepL's fields do: ``context``
+    (text that informs the translation and is neither translated nor billed), ``instructions``
+    (DeepL's ``custom_instructions``) and ``formality``. A prompted engine puts them in the prompt
+    after its fixed, cached prefix; the other engines translate without them."""
+
+    context: str = ""
+    instructions: tuple[str, ...] = ()
+    formality: str = "default"  # one of FORMALITIES
+
+    def __bool__(self) -> bool:
+        return bool(self.context.strip() or self.instructions or self.formality != "default")
+
+    def shorter(self) -> "Guidance":
+        """Less of it, for a prompt that does not fit the model's context: the context's second half
+        (the part nearest the text, when it is the text that came before), then no context, then no
+        instructions, then no formality."""
+        if len(self.context) > CONTEXT_KEPT_AT_LEAST:
+            return replace(self, context=self.context[len(self.context) // 2:].lstrip())
+        if self.context:
+            return replace(self, context="")
+        if self.instructions:
+            return replace(self, instructions=())
+        return replace(self, formality="default")
+
+    def key(self) -> str:
+        """What the cache keys a translation made with this guidance on ("" for none)."""
+        if not self:
+            return ""
+        return json.dumps([self.context, list(self.instructions), self.formality], ensure_ascii=False)
+
+
+NO_GUIDANCE = Guidance()
 
 
 @dataclass(frozen=True)
@@ -40,6 +80,9 @@ class TranslationRequest:
     # (tag id, start, end) in ``transfer``: where a tag's content was found by translating it on its
     # own; such a tag must go exactly there
     anchors: tuple[tuple[int, int, int], ...] = ()
+    # the request's context, instructions and formality (prompted engines only): after the fixed
+    # prefix, in the last user turn, fenced as data
+    guidance: Guidance = NO_GUIDANCE
 
 
 @dataclass(frozen=True)
@@ -53,6 +96,10 @@ class TranslationResult:
 
 class EngineError(RuntimeError):
     """The engine failed on one request; others are unaffected."""
+
+
+class PromptTooLong(EngineError):
+    """The prompt does not fit the model's context window; a shorter segment (or context) would."""
 
 
 class EngineDead(EngineError):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from mtserve.engines.base import (
     DeltaCallback,
     EngineCancelled,
     EngineError,
+    PromptTooLong,
     TranslationRequest,
     TranslationResult,
     default_max_tokens,
@@ -184,7 +186,8 @@ class LlamaCppEngine:
         body: dict[str, Any] = {
             "messages": self.template.messages(request.text, request.source, request.target,
                                                glossary=request.glossary, strict=request.strict,
-                                               markup=request.markup, retrieved=request.examples),
+                                               markup=request.markup, retrieved=request.examples,
+                                               guidance=request.guidance),
             "temperature": request.temperature,
             "max_tokens": min(max_tokens, self._max_output_tokens),
             "cache_prompt": self._cache_prompt,
@@ -231,6 +234,23 @@ class LlamaCppEngine:
         cancel: CancelToken | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> TranslationResult:
+        """Translate one segment. A prompt over the slot's context is refused by llama.cpp before any
+        decoding (so a refusal costs only its tokenisation): the request's guidance is then cut
+        (``Guidance.shorter``) until it fits, and PromptTooLong is raised when even none does not."""
+        attempt = request
+        while True:
+            try:
+                return self._generate(attempt, cancel, on_delta)
+            except PromptTooLong:
+                if not attempt.guidance:
+                    raise
+                attempt = replace(attempt, guidance=attempt.guidance.shorter())
+                log.info("guidance cut to fit the context", extra={
+                    "event": "guidance_trimmed", "context_chars": len(attempt.guidance.context),
+                    "instructions": len(attempt.guidance.instructions)})
+
+    def _generate(self, request: TranslationRequest, cancel: CancelToken | None,
+                  on_delta: DeltaCallback | None) -> TranslationResult:
         server = self._server
         if server is None:
             raise EngineError("engine is not loaded")
@@ -265,7 +285,12 @@ class LlamaCppEngine:
         if cancel and cancel.cancelled:
             raise EngineCancelled("cancelled while decoding")
         if state["error"]:
-            raise EngineError(f"llama.cpp error: {state['error']}")
+            error = state["error"]
+            if isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
+                raise PromptTooLong(
+                    f"the segment's prompt is {error.get('n_prompt_tokens')} tokens, over the "
+                    f"{error.get('n_ctx')} tokens of a slot's context (MTSERVE_CTX_PER_SLOT): send shorter text")
+            raise EngineError(f"llama.cpp error: {error}")
         usage = state["usage"]
         return TranslationResult(
             text="".join(parts),

@@ -17,6 +17,11 @@ Beyond the plain request a template knows three things:
   instruction in the system prompt for the others.
 - **strict mode**, the guardrails' one retry after an output that was not a
   translation (left in the source script, explained, looped).
+- **guidance**: a request's context, instructions and formality (DeepL's ``context``,
+  ``custom_instructions`` and ``formality``) go into the last user turn only, before the
+  text, the context fenced as data that is not to be translated. The system prompt and the
+  examples, the prefix every request of the pair shares, stay first and unchanged, so the
+  prompt cache still serves them; a request without guidance gets the prompt it always had.
 - **markup**: a segment with numbered inline tags (``<b1>猫</b1>``, ``<x2/>``) or
   placeholders (``%s``, ``{name}``) gets an instruction that teaches the
   convention, and for zh<->en a few tagged examples (the same HSK dev sentences,
@@ -31,7 +36,8 @@ import itertools
 import re
 from dataclasses import dataclass, field, replace
 
-from mtserve.text.languages import CHINESE_NAMES, language_name
+from mtserve.engines.base import NO_GUIDANCE, Guidance
+from mtserve.text.languages import CHINESE_NAMES, FORMAL_REGISTERS, language_name
 from mtserve.text.markup import TAG as TAG_PATTERN
 
 Messages = list[dict[str, str]]
@@ -64,6 +70,9 @@ class PromptTemplate:
     # (or before the user text, for a family without one), and tagged examples after the others
     markup_instruction: str = ""
     markup_examples: dict[tuple[str, str], tuple[Example, ...]] = field(default_factory=dict)
+    # the last user turn when a request carries guidance: fields {guidance} (the block) and {request}
+    # (the user turn as it would be without it)
+    guided_user: str = "{guidance}\n\n{request}"
 
     def transfer_messages(self, text: str, translation: str, source: str, target: str) -> Messages:
         """Messages that ask for ``translation`` with the tags of ``text`` put in (markup_mode
@@ -81,7 +90,8 @@ class PromptTemplate:
         return messages
 
     def messages(self, text: str, source: str, target: str, glossary: Terms = (),
-                 strict: bool = False, markup: bool = False, retrieved: tuple[Example, ...] = ()) -> Messages:
+                 strict: bool = False, markup: bool = False, retrieved: tuple[Example, ...] = (),
+                 guidance: Guidance = NO_GUIDANCE) -> Messages:
         fields = {
             "text": text,
             "source": language_name(source),
@@ -125,8 +135,36 @@ class PromptTemplate:
         for example_source, example_target in examples:
             messages.append({"role": "user", "content": user.format(**{**fields, "text": example_source})})
             messages.append({"role": "assistant", "content": example_target})
+        if guidance:
+            user_text = self.guided_user.format(guidance=guidance_block(guidance, target), request=user_text)
         messages.append({"role": "user", "content": user_text})
         return messages
+
+
+# The block a request's guidance adds before its text, in the last user turn. The context is fenced
+# as data: it informs the translation, and no word of it belongs in the answer.
+CONTEXT_BLOCK = ("Context, only to understand the text (do not translate it, do not repeat it):\n"
+                 "<context>\n{context}\n</context>")
+INSTRUCTIONS_HEADER = "Follow these instructions:"
+FORMAL = "Address the reader formally ({formal})."
+INFORMAL = "Address the reader informally ({informal})."
+GUIDED_TEXT = "Text to translate:\n{text}"  # the text's own label, for templates whose turn is the bare text
+
+
+def guidance_block(guidance: Guidance, target: str) -> str:
+    """The context, instructions and formality of a request, as the prompt states them."""
+    parts: list[str] = []
+    if guidance.context.strip():
+        parts.append(CONTEXT_BLOCK.format(context=guidance.context.strip().replace("</context>", "")))
+    lines = [f"- {' '.join(line.split())}" for line in guidance.instructions if line.strip()]
+    registers = FORMAL_REGISTERS.get(target)
+    if guidance.formality in ("more", "less") and registers:
+        formal, informal = registers
+        chosen = FORMAL if guidance.formality == "more" else INFORMAL
+        lines.append("- " + chosen.format(formal=formal, informal=informal))
+    if lines:
+        parts.append("\n".join([INSTRUCTIONS_HEADER, *lines]))
+    return "\n\n".join(parts)
 
 
 # HSK level 3, dev split (ids in QUALITY.md): short, literal, names and numbers kept.
@@ -207,6 +245,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         system=PLAIN_SYSTEM,
         pair_system={("zh", "en"): QWEN_SYSTEM, ("en", "zh"): QWEN_SYSTEM},
         user="{text}",
+        guided_user="{guidance}\n\n" + GUIDED_TEXT.replace("{text}", "{request}"),
         examples={("zh", "en"): ZH_EN_EXAMPLES, ("en", "zh"): EN_ZH_EXAMPLES},
         markup_instruction=MARKUP_INSTRUCTION,
         markup_examples={("zh", "en"): ZH_EN_MARKUP_EXAMPLES, ("en", "zh"): EN_ZH_MARKUP_EXAMPLES},

@@ -504,7 +504,8 @@ class VllmEngine:
                                                    request.target)
         return self.template.messages(request.text, request.source, request.target,
                                       glossary=request.glossary, strict=request.strict,
-                                      markup=request.markup, retrieved=request.examples)
+                                      markup=request.markup, retrieved=request.examples,
+                                      guidance=request.guidance)
 
     def render(self, request: TranslationRequest) -> str:
         """The prompt text: the template's messages through the model's chat template."""

@@ -15,6 +15,11 @@ Built-in sets:
   into paragraphs of 2, 3 and 4 sentences in turn (zh->en and the other HSK directions), to
   measure segments of several sentences (``segment_budget_chars``). A paragraph is in the split
   of its sentences: its dev half holds only dev sentences.
+- ``context``: 27 Chinese sentences and UI strings whose translation depends on what
+  surrounds them, each with a context line (sent as the request's ``context``) and
+  the reference for that reading, most of them twice with two readings, written for
+  mtserve (``data/context.tsv``), zh->en. Each has an ``expect`` pattern the right
+  reading matches. Run it with and without ``--no-context``.
 - ``everyday``: 60 short everyday English sentences with Japanese and German
   translations, written for mtserve (see ``data/everyday.tsv``), for ja->en,
   de->en, en->ja and en->de. It is small and only reported, never tuned on.
@@ -36,7 +41,7 @@ import hashlib
 import json
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -62,6 +67,8 @@ class EvalPair:
     source: str
     reference: str
     group: str = ""  # reported separately, e.g. "hsk4"
+    context: str = ""  # sent as the request's context: informs the translation, is not translated
+    expect: str = ""  # a regular expression (case-insensitive) the right reading matches, if any
 
 
 @dataclass
@@ -248,11 +255,29 @@ def load_software(source: str = "zh", target: str = "en", split: str = "dev") ->
     return EvalSet("software", source, target, pairs, split, SOFTWARE_ATTRIBUTION, notes)
 
 
+# --- the context set ----------------------------------------------------------------------
+CONTEXT_ATTRIBUTION = ("The mtserve context set: ambiguous Chinese sentences and UI strings with a context line "
+                       "and the reference for its reading, written for mtserve.")
+
+
+def load_context(source: str, target: str, split: str = "all") -> EvalSet:
+    """Sentences whose right translation needs their context: with it, the ``expect`` patterns match."""
+    if (source, target) != ("zh", "en"):
+        raise DatasetError(f"the context set is zh->en; {source}->{target} is not it")
+    rows = _read_tsv_rows(DATA_DIR / "context.tsv", comments=True)
+    header, body = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    pairs = [EvalPair(id=row[col["id"]], source=row[col["zh"]], reference=row[col["en"]], group=row[col["group"]],
+                      context=row[col["context"]], expect=row[col["expect"]]) for row in body]
+    return EvalSet("context", source, target, select(pairs, split), split, CONTEXT_ATTRIBUTION)
+
+
 BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)",
            "hsk-paragraphs": "HSK sentences joined into paragraphs of 2-4 (zh, zt <-> en)",
            "everyday": "everyday sentences (ja, de <-> en)",
            "instructions": "questions, commands and prompt injections to translate, never obey (zh <-> en)",
-           "software": "UI strings of open-source packages, split by project (zh -> en; --tm software)"}
+           "software": "UI strings of open-source packages, split by project (zh -> en; --tm software)",
+           "context": "ambiguous sentences with a context line (zh -> en)"}
 
 
 def load_builtin(name: str, source: str, target: str, split: str = "all",
@@ -270,6 +295,10 @@ def load_builtin(name: str, source: str, target: str, split: str = "all",
             raise DatasetError("--levels applies to the hsk set only")
         return load_instructions(source, target, split) if name == "instructions" else load_software(
             source, target, split)
+    if name == "context":
+        if levels:
+            raise DatasetError("--levels applies to the hsk set only")
+        return load_context(source, target, split)
     raise DatasetError(f"unknown dataset {name!r}; built in: {', '.join(BUILTIN)}, or give a TSV/JSONL file")
 
 
@@ -283,10 +312,13 @@ def _read_tsv_rows(path: Path, comments: bool = False) -> list[list[str]]:
 def read_pairs(path: str | Path) -> list[EvalPair]:
     """Pairs from a TSV or JSONL file.
 
-    TSV: ``source<TAB>reference[<TAB>group]`` per line; a first line
-    ``source<TAB>reference...`` is taken as a header. JSONL: one object per line
-    with ``source`` and ``reference`` (aliases ``src``/``ref``), and optional
-    ``id`` and ``group``. Lines without an id get their line number.
+    TSV: ``source<TAB>reference[<TAB>group]`` per line; a first line that names
+    ``source`` and ``reference`` (or ``src``/``ref``) is a header, and may name
+    ``id``, ``group``, ``context`` and ``expect`` columns too, in any order. JSONL:
+    one object per line with ``source`` and ``reference`` (aliases
+    ``src``/``ref``), and optional ``id``, ``group``, ``context`` (sent as the
+    request's context) and ``expect`` (a pattern the right reading matches).
+    Lines without an id get their line number.
     """
     path = Path(path)
     if not path.is_file():
@@ -305,21 +337,49 @@ def read_pairs(path: str | Path) -> list[EvalPair]:
             reference = obj.get("reference", obj.get("ref")) if isinstance(obj, dict) else None
             if not isinstance(source, str) or not isinstance(reference, str):
                 raise DatasetError(f"{path}:{number}: needs string fields 'source' and 'reference'")
+            extra = {name: obj.get(name) for name in ("context", "expect")}
+            if not all(value is None or isinstance(value, str) for value in extra.values()):
+                raise DatasetError(f"{path}:{number}: 'context' and 'expect' must be strings")
             pairs.append(EvalPair(str(obj.get("id", number)), source.strip(), reference.strip(),
-                                  str(obj.get("group", ""))))
+                                  str(obj.get("group", "")), (extra["context"] or "").strip(),
+                                  _pattern(extra["expect"] or "", f"{path}:{number}")))
     else:
         rows = _read_tsv_rows(path)
-        if rows and [c.strip().lower() for c in rows[0][:2]] in (["source", "reference"], ["src", "ref"]):
+        names = [c.strip().lower() for c in rows[0]] if rows else []
+        names = [{"src": "source", "ref": "reference"}.get(n, n) for n in names]
+        col = {"source": 0, "reference": 1, "group": 2}
+        if {"source", "reference"} <= set(names):
+            col = {name: i for i, name in enumerate(names)}
             rows = rows[1:]
         for number, row in enumerate(rows, 1):
             if len(row) < 2:
                 raise DatasetError(f"{path}: row {number} has {len(row)} column(s); "
                                    "each row needs source<TAB>reference")
-            pairs.append(EvalPair(str(number), row[0].strip(), row[1].strip(),
-                                  row[2].strip() if len(row) > 2 else ""))
+
+            def cell(name: str) -> str:
+                return row[col[name]].strip() if name in col and col[name] < len(row) else ""
+
+            pairs.append(EvalPair(cell("id") or str(number), cell("source"), cell("reference"), cell("group"),
+                                  cell("context"), _pattern(cell("expect"), f"{path}: row {number}")))
     if not pairs:
         raise DatasetError(f"{path} holds no pairs")
     return pairs
+
+
+def _pattern(expect: str, where: str) -> str:
+    """An ``expect`` pattern, checked now: a broken one is a DatasetError, not a failure mid-run."""
+    try:
+        re.compile(expect)
+    except re.error as exc:
+        raise DatasetError(f"{where}: 'expect' is not a regular expression ({exc})") from None
+    return expect
+
+
+def without_context(evalset: EvalSet) -> EvalSet:
+    """The same set with every pair's context left out (the baseline of a context run)."""
+    pairs = [replace(p, context="") for p in evalset.pairs]
+    return EvalSet(evalset.name, evalset.source_lang, evalset.target_lang, pairs, evalset.split,
+                   evalset.attribution, evalset.notes + ["contexts left out (--no-context)"])
 
 
 def load_file(path: str | Path, source: str, target: str, split: str = "all") -> EvalSet:

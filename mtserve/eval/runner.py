@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from datetime import datetime, timezone
 from typing import Callable
 
 from mtserve import __version__
-from mtserve.eval.datasets import EvalSet
+from mtserve.eval.datasets import EvalPair, EvalSet
 from mtserve.eval.report import EvalReport, GroupScore, SentenceResult
 from mtserve.eval.scoring import Scorer
 from mtserve.eval.targets import EvalTarget, MemoryUse
@@ -28,15 +29,18 @@ async def translate_all(evalset: EvalSet, target: EvalTarget, progress: Progress
 
     failures: list[str] = []
 
-    async def one(text: str) -> str:
+    async def one(pair: EvalPair) -> str:
         nonlocal done
+        # a pair's context goes with it as the request's context (a target without any keeps the old call)
+        extra = {"context": pair.context} if pair.context else {}
         async with gate:
             try:
-                output = await target.translate(text, evalset.source_lang, evalset.target_lang)
+                output = await target.translate(pair.source, evalset.source_lang, evalset.target_lang, **extra)
             except Exception as first:  # a busy machine, a restart: one more try, then count it
                 await asyncio.sleep(RETRY_WAIT_S)
                 try:
-                    output = await target.translate(text, evalset.source_lang, evalset.target_lang)
+                    output = await target.translate(pair.source, evalset.source_lang, evalset.target_lang,
+                                                    **extra)
                 except Exception as exc:
                     failures.append(f"{type(exc).__name__}: {exc or first}")
                     output = ""
@@ -45,7 +49,7 @@ async def translate_all(evalset: EvalSet, target: EvalTarget, progress: Progress
             progress(done, len(evalset.pairs))
         return output
 
-    outputs = list(await asyncio.gather(*(one(p.source) for p in evalset.pairs)))
+    outputs = list(await asyncio.gather(*(one(p) for p in evalset.pairs)))
     if len(failures) > max(1, len(outputs) // 20):
         raise EvalFailed(f"{len(failures)} of {len(outputs)} sentences failed; the first: {failures[0]}")
     translate_all.failures = len(failures)  # type: ignore[attr-defined]
@@ -82,6 +86,9 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
     kinds = [_not_a_translation(p.source, h, evalset) for p, h in zip(evalset.pairs, hypotheses)]
     not_translations = [p.id for p, kind in zip(evalset.pairs, kinds) if kind]
     by_kind = {kind: kinds.count(kind) for kind in NOT_A_TRANSLATION if kind in kinds}
+    expected = [(p, h) for p, h in zip(evalset.pairs, hypotheses) if p.expect]
+    matched = {"n": len(expected), "matched": sum(bool(re.search(p.expect, h, re.IGNORECASE)) for p, h in expected),
+               "missed": [p.id for p, h in expected if not re.search(p.expect, h, re.IGNORECASE)]} if expected else {}
     return EvalReport(
         dataset=evalset.describe(), system=system, source=evalset.source_lang, target=evalset.target_lang,
         n=overall.n, bleu=overall.bleu, chrf=overall.chrf, tokenizer=scorer.tokenizer,
@@ -92,6 +99,7 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
         counters=counters or {}, sentences=sentences, steps=steps, failures=failures,
         not_translations=not_translations, not_translation_kinds=by_kind,
         memory=_memory_summary(scorer, sentences, memory) if "tm" in system else {},
+        expected=matched,
     )
 
 
@@ -137,7 +145,8 @@ async def evaluate(evalset: EvalSet, target: EvalTarget, worst: int = 10,
         hypotheses = await translate_all(evalset, target, progress)
         elapsed = time.perf_counter() - started
         system, counters = target.describe(), target.counters()
-        variants = [target.variants(p.source, evalset.source_lang, evalset.target_lang) for p in evalset.pairs]
+        variants = [target.variants(p.source, evalset.source_lang, evalset.target_lang,
+                                    **({"context": p.context} if p.context else {})) for p in evalset.pairs]
         memory = [target.memory_use(p.source) for p in evalset.pairs]
     finally:
         await target.stop()

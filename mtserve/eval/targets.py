@@ -24,14 +24,15 @@ class EvalTarget(Protocol):
 
     async def start(self) -> None: ...
 
-    async def translate(self, text: str, source: str, target: str) -> str: ...
+    async def translate(self, text: str, source: str, target: str, context: str = "") -> str:
+        """The translation of ``text``; ``context`` informs it (DeepL's field) and is not translated."""
 
     def describe(self) -> dict: ...
 
     def counters(self) -> dict[str, float]:
         """Service counters worth reporting (guardrail retries), where the target can tell."""
 
-    def variants(self, text: str, source: str, target: str) -> dict[str, str]:
+    def variants(self, text: str, source: str, target: str, context: str = "") -> dict[str, str]:
         """Other outputs for ``text`` worth scoring (the raw model output, the output before
         the guardrails' retry), where the target can tell; {} otherwise."""
 
@@ -74,9 +75,9 @@ class InProcessTarget:
             self.runtime.engine.template = plain(self.runtime.engine.template)
         # one more than the slots, so a slot never waits for the next sentence to arrive
         self.concurrency = self.runtime.engine.max_concurrency + 1
-        # What the engine returned per (engine text, strict): lets the report score each
+        # What the engine returned per (engine text, strict, context): lets the report score each
         # sentence as it was before cleanup and before the guardrails' retry.
-        self._raw: dict[tuple[str, bool], str] = {}
+        self._raw: dict[tuple[str, bool, str], str] = {}
         self._wrap_engine()
 
     def _wrap_engine(self) -> None:
@@ -86,7 +87,7 @@ class InProcessTarget:
         def recording(request, cancel=None, on_delta=None):
             result = translate(request, cancel, on_delta)
             if request.temperature == 0:
-                self._raw.setdefault((request.text, request.strict), result.text)
+                self._raw.setdefault((request.text, request.strict, request.guidance.context), result.text)
             return result
 
         engine.translate = recording  # the scheduler takes engine.translate when the runtime loads
@@ -120,12 +121,13 @@ class InProcessTarget:
                        "entries": report.added, "duplicates": report.duplicates, "skipped": report.skipped}
         return self.memory
 
-    async def translate(self, text: str, source: str, target: str) -> str:
-        from mtserve.service.translator import Usage
+    async def translate(self, text: str, source: str, target: str, context: str = "") -> str:
+        from mtserve.service.translator import Guidance, Usage
 
         assert self.runtime.service is not None
         usage = Usage()
-        [result] = await self.runtime.service.translate([text], source, target, usage=usage)
+        [result] = await self.runtime.service.translate([text], source, target, usage=usage,
+                                                        guidance=Guidance(context=context) if context else None)
         self._memory_use[text] = MemoryUse(usage.segments, usage.tm_segments, usage.tm_examples)
         return result.text
 
@@ -144,19 +146,19 @@ class InProcessTarget:
         [result] = await self.runtime.service.translate([text], source, target, fmt, usage=usage, tags=tags)
         return result.text, usage
 
-    def variants(self, text: str, source: str, target: str) -> dict[str, str]:
+    def variants(self, text: str, source: str, target: str, context: str = "") -> dict[str, str]:
         from mtserve.text.cleanup import clean_translation, strip_special_tokens
 
         service = self.runtime.service
         if service is None:
             return {}
         request = service._engine_request(text.strip(), source, target, {})
-        raw = self._raw.get((request.text, False))
+        raw = self._raw.get((request.text, False, context))
         if raw is None:  # cut into several segments, or served from the cache
             return {}
         unguarded = service._to_target_script(clean_translation(raw, request.text), target, {})
         return {"raw": service._to_target_script(strip_special_tokens(raw).strip(), target, {}),
-                "unguarded": unguarded, "retried": str((request.text, True) in self._raw)}
+                "unguarded": unguarded, "retried": str((request.text, True, context) in self._raw)}
 
     def describe(self) -> dict:
         engine = self.runtime.engine
@@ -200,9 +202,11 @@ class HttpTarget:
             raise TargetError(f"{self.url}/health answered {health.status_code}: {health.text[:200]}")
         self._server = health.json() if "json" in health.headers.get("content-type", "") else {}
 
-    async def translate(self, text: str, source: str, target: str) -> str:
+    async def translate(self, text: str, source: str, target: str, context: str = "") -> str:
         assert self._client is not None
         body: dict = {"q": text, "source": source, "target": target, "format": "text"}
+        if context:
+            body["context"] = context  # mtserve's extension; another LibreTranslate server ignores it
         if self.api_key:
             body["api_key"] = self.api_key
         response = await self._client.post("/translate", json=body)
@@ -236,7 +240,7 @@ class HttpTarget:
     def counters(self) -> dict[str, float]:
         return {}
 
-    def variants(self, text: str, source: str, target: str) -> dict[str, str]:
+    def variants(self, text: str, source: str, target: str, context: str = "") -> dict[str, str]:
         return {}
 
     def memory_use(self, text: str) -> MemoryUse | None:

@@ -1,6 +1,6 @@
 """An in-memory LRU cache of segment translations.
 
-Keys are (model, source, target, format, text, glossary) at the segment level, so a
+Keys are (model, source, target, format, text, glossary, guidance) at the segment level, so a
 document that repeats a sentence, or a user who edits one sentence of a
 paragraph, only pays for what changed.
 """
@@ -19,6 +19,7 @@ class CacheKey(NamedTuple):
     format: str
     text: str
     glossary: str = ""  # the glossary entries that applied to this segment, canonical JSON
+    guidance: str = ""  # the request's context, instructions and formality (Guidance.key), if any
 
 
 class TranslationCache:

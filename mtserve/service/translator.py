@@ -33,7 +33,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
-from mtserve.engines.base import Engine, ModelInfo, TranslationRequest
+from mtserve.engines.base import (  # noqa: F401 - PromptTooLong: for the layers above, which see no engine
+    NO_GUIDANCE,
+    Engine,
+    Guidance,
+    ModelInfo,
+    PromptTooLong,
+    TranslationRequest,
+)
 from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
 from mtserve.service.glossary import (
@@ -55,7 +62,7 @@ from mtserve.text.cleanup import clean_translation, strip_special_tokens
 from mtserve.text.detect import Detection, LanguageDetector
 from mtserve.text.encoding import repair_mojibake
 from mtserve.text.html import HTML, TagHandling, parse_html
-from mtserve.text.languages import language_name
+from mtserve.text.languages import FORMAL_REGISTERS, language_name
 from mtserve.text.punctuation import has_words, passthrough
 from mtserve.text.segment import count_sentences, join_pieces, split_text
 from mtserve.text.spacing import respace_for_target
@@ -92,6 +99,12 @@ class UnsupportedLanguage(ValueError):
         self.role = role
         self.supported = supported
         self.pair = pair
+
+
+def follows_formality(model: ModelInfo, target: str) -> bool:
+    """Whether ``model`` is told a formality into ``target``: a prompted engine, into a language
+    whose grammar marks it (``FORMAL_REGISTERS``); a seq2seq model has no prompt to tell."""
+    return model.prompted and target in FORMAL_REGISTERS
 
 
 @dataclass
@@ -162,6 +175,7 @@ class _Segment:
     key_id: str | None = None
     tm: bool = True
     one_by_one: bool = False  # a sentence of it is in the translation memory: it goes sentence by sentence
+    guidance: Guidance = NO_GUIDANCE  # the request's context, instructions and formality, for the same
 
 
 @dataclass
@@ -316,10 +330,12 @@ class TranslationService:
                      [gap for plan in plans for gap in plan.gaps])
 
     def _key(self, source: str, target: str, segment: str, terms: dict[str, str] | None = None,
-             fmt: str = "text", examples: tuple[tuple[str, str], ...] = ()) -> CacheKey:
-        """Where a translation is cached: a translation made with TM examples is cached apart."""
+             fmt: str = "text", examples: tuple[tuple[str, str], ...] = (),
+             guidance: Guidance = NO_GUIDANCE) -> CacheKey:
+        """Where a translation is cached: one made with TM examples, or with a request's context,
+        instructions or formality, is cached apart."""
         context = canonical(terms or {}) + (canonical(dict(examples)) if examples else "")
-        return CacheKey(self.model.model, source, target, fmt, segment, context)
+        return CacheKey(self.model.model, source, target, fmt, segment, context, guidance.key())
 
     # --- the translation memory --------------------------------------------------------
     def _memory_for(self, source: str, target: str, use: bool) -> TranslationMemory | None:
@@ -383,9 +399,25 @@ class TranslationService:
             return glossary
         return merge(self.named_glossary(glossary_id, source, target, key_id), glossary)
 
+    # --- context, instructions, formality ---------------------------------------------
+    def supports_formality(self, target: str) -> bool:
+        """Whether a formality request into ``target`` is followed (DeepL's ``supports_formality``)."""
+        return follows_formality(self.model, target)
+
+    def guidance_for(self, guidance: Guidance | None, target: str) -> Guidance:
+        """What of a request's guidance the engine gets: all of it for a prompted engine (the
+        formality only where the target marks it), none for a seq2seq model, which has no prompt;
+        so a seq2seq translation is also cached as one made without it."""
+        if guidance is None or not guidance or not self.model.prompted:
+            return NO_GUIDANCE
+        if guidance.formality != "default" and not self.supports_formality(target):
+            guidance = replace(guidance, formality="default")
+        return guidance if guidance else NO_GUIDANCE
+
     def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
                         temperature: float = 0.0, seed: int | None = None,
-                        marked: bool = False, examples: tuple[tuple[str, str], ...] = ()) -> TranslationRequest:
+                        marked: bool = False, examples: tuple[tuple[str, str], ...] = (),
+                        guidance: Guidance = NO_GUIDANCE) -> TranslationRequest:
         """What the engine sees: Chinese in Simplified script, whatever the caller sent or wants."""
         text = segment
         if source in CHINESE and (source == "zt" or chinese.is_traditional(segment)):
@@ -395,7 +427,8 @@ class TranslationService:
             target = "zh"
             terms = {t: chinese.to_simplified(tr) for t, tr in terms.items()}
         return TranslationRequest(text=text, source=source, target=target, temperature=temperature,
-                                  seed=seed, glossary=tuple(terms.items()), markup=marked, examples=examples)
+                                  seed=seed, glossary=tuple(terms.items()), markup=marked, examples=examples,
+                                  guidance=guidance)
 
     @staticmethod
     def _to_target_script(text: str, target: str, terms: dict[str, str]) -> str:
@@ -453,6 +486,7 @@ class TranslationService:
         key_id: str | None = None,
         tags: TagHandling | None = None,
         tm: bool = True,
+        guidance: Guidance | None = None,
     ) -> list[Translation]:
         """Translate texts as one request: one ticket, one deadline, all segments fair-queued.
 
@@ -461,17 +495,20 @@ class TranslationService:
         one the caller with API key ``key_id`` may use.
         ``tags`` says how markup splits text for ``fmt`` "html" and "xml" (DeepL's parameters).
         ``tm=False`` leaves the translation memory out (no exact matches, no retrieved examples).
+        ``guidance`` (context, instructions, formality) goes into every segment's prompt, on a
+        prompted engine; it is not translated, and keys the cache.
         """
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
+        guidance = self.guidance_for(guidance, target)
         texts, resolved = await _off_loop(sum(map(len, texts)), self._read_all, texts, source, target)
         for src, _ in resolved:
             self.check_pair(src, target)
         async with self.scheduler.ticket(timeout_s, priority) as ticket:
             jobs = [
                 self._translate_one(ticket, text, src, target, fmt, usage, glossary=glossary, tags=tags,
-                                    key_id=key_id, tm=tm)
+                                    key_id=key_id, tm=tm, guidance=guidance)
                 for text, (src, _) in zip(texts, resolved)
             ]
             outputs = await asyncio.gather(*jobs)
@@ -480,7 +517,8 @@ class TranslationService:
                 alt_lists = list(
                     await asyncio.gather(
                         *[
-                            self._alternatives(ticket, text, src, target, alternatives, out, usage, glossary)
+                            self._alternatives(ticket, text, src, target, alternatives, out, usage, glossary,
+                                               guidance)
                             for text, (src, _), out in zip(texts, resolved, outputs)
                         ]
                     )
@@ -503,7 +541,8 @@ class TranslationService:
     def _prepare(self, text: str, source: str, target: str, fmt: str, usage: Usage,
                  glossary: dict[str, str] | None, temperature: float = 0.0,
                  seed: int | None = None, tags: TagHandling | None = None, key_id: str | None = None,
-                 tm: bool = True, budget: int | None = None) -> tuple[_Plan, list[_Segment]]:
+                 tm: bool = True, budget: int | None = None,
+                 guidance: Guidance = NO_GUIDANCE) -> tuple[_Plan, list[_Segment]]:
         """Cut a text into segments and decide, once, how each is served: passed through (no
         words), from the translation memory (an exact match), from the cache (greedy decoding
         only), or by an engine request (with the memory's most similar entries as examples)."""
@@ -517,7 +556,7 @@ class TranslationService:
                 return whole
         segments: list[_Segment] = []
         for segment, gap in zip(plan.segments, plan.gaps):
-            item = _Segment(gap, source=source, entries=entries)
+            item = _Segment(gap, source=source, entries=entries, guidance=guidance)
             segments.append(item)
             if not has_words(markup.strip_tags(segment) if fmt != "text" else segment):
                 item.output = passthrough(segment, target)
@@ -541,7 +580,8 @@ class TranslationService:
                 if examples:
                     usage.tm_examples += 1
                     self.metrics.tm_examples.inc()
-            key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples)
+            key = self._key(source, target, segment, item.terms, "markup" if item.marked else "text", examples,
+                            guidance)
             cached = self.cache.get(key) if temperature == 0 else None
             if cached is not None:
                 item.output = cached
@@ -558,7 +598,7 @@ class TranslationService:
                 marked = self.model.prompted and markup.PLACEHOLDER.search(engine_text) is not None
                 item.transfer = self.model.prompted
             item.request = self._engine_request(engine_text, source, target, item.terms, temperature, seed,
-                                                marked=marked, examples=examples)
+                                                marked=marked, examples=examples, guidance=guidance)
             item.key = key if temperature == 0 else None  # a sampled alternative is not the translation
         usage.segments += len(plan.segments)
         return plan, segments
@@ -634,7 +674,8 @@ class TranslationService:
             log.info("sentence fallback", extra={"event": "sentence_fallback", "detail": problem.detail})
         fmt = "text" if item.fmt == "text" else "markup"
         return await self._translate_one(ticket, item.text, item.source, target, fmt, usage,
-                                         glossary=item.entries, key_id=item.key_id, tm=item.tm, budget=0)
+                                         glossary=item.entries, key_id=item.key_id, tm=item.tm, budget=0,
+                                         guidance=item.guidance)
 
     # --- markup --------------------------------------------------------------------
     async def _keep_markup(self, ticket: Ticket, item: _Segment, output: str, usage: Usage,
@@ -679,7 +720,8 @@ class TranslationService:
         the fallback places them."""
         source = item.marked
         assert source is not None and item.request is not None
-        plain_key = self._key(item.source, target, markup.strip_tags(source), item.terms)
+        plain_key = self._key(item.source, target, markup.strip_tags(source), item.terms,
+                              guidance=item.guidance)
         self.cache.put(plain_key, plain_output)  # the same sentence sent without tags is now a hit
         anchors = await self._anchors(ticket, item, plain_output, usage, target)
         request = replace(item.request, text=source, transfer=plain_output, markup=True, anchors=anchors)
@@ -707,7 +749,7 @@ class TranslationService:
         contents = {id_: markup.strip_tags(plain[e.start:e.end]).strip() for id_, e in elements.items()
                     if not e.void and has_words(plain[e.start:e.end])}
         translated = await asyncio.gather(*[
-            self._translate_plain(ticket, text, item.source, target, usage, item.entries)
+            self._translate_plain(ticket, text, item.source, target, usage, item.entries, item.guidance)
             for text in contents.values()])
         found = markup.anchors(plain_output, dict(zip(contents, translated)), elements)
         return tuple((id_, start, end) for id_, (start, end) in sorted(found.items()))
@@ -723,20 +765,21 @@ class TranslationService:
                     if not e.void and has_words(plain[e.start:e.end])}
         texts = ([] if plain_output is not None else [markup.strip_tags(source)]) + list(contents.values())
         translated = await asyncio.gather(*[
-            self._translate_plain(ticket, text, item.source, target, usage, item.entries) for text in texts])
+            self._translate_plain(ticket, text, item.source, target, usage, item.entries, item.guidance)
+            for text in texts])
         if plain_output is None:
             plain_output, translated = translated[0], translated[1:]
         return markup.project(source, plain_output, dict(zip(contents, translated)), target)
 
     async def _translate_plain(self, ticket: Ticket, text: str, source: str, target: str, usage: Usage,
-                               entries: dict[str, str]) -> str:
+                               entries: dict[str, str], guidance: Guidance = NO_GUIDANCE) -> str:
         """One sentence translated as plain text (cached, cleaned, guarded), for the fallback."""
         terms = matching_entries(entries, text)
-        key = self._key(source, target, text, terms)
+        key = self._key(source, target, text, terms, guidance=guidance)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        request = self._engine_request(text, source, target, terms)
+        request = self._engine_request(text, source, target, terms, guidance=guidance)
         [outcome] = await ticket.wait([ticket.submit(request)])
         self._account(usage, outcome)
         output = await self._finish(ticket, request, outcome, usage, target, terms)
@@ -748,6 +791,7 @@ class TranslationService:
         temperature: float = 0.0, seed: int | None = None, glossary: dict[str, str] | None = None,
         tags: TagHandling | None = None, key_id: str | None = None, tm: bool = True,
         budget: int | None = None,
+        guidance: Guidance = NO_GUIDANCE,
     ) -> str:
         shortcut = await _off_loop(len(text), self._shortcut, text, source, target)
         if shortcut is not None:
@@ -755,7 +799,7 @@ class TranslationService:
         planned = Usage()  # counted apart: several texts of one request may be planned at once
         plan, segments = await _off_loop(self._planning_cost(text, source, target, tm), self._prepare, text,
                                          source, target, fmt, planned, glossary,
-                                         temperature, seed, tags, key_id, tm, budget)
+                                         temperature, seed, tags, key_id, tm, budget, guidance)
         usage.add(planned)
         pending = [item for item in segments if item.request is not None]
         outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
@@ -767,7 +811,7 @@ class TranslationService:
 
     async def _alternatives(
         self, ticket: Ticket, text: str, source: str, target: str, count: int, best: str, usage: Usage,
-        glossary: dict[str, str] | None = None,
+        glossary: dict[str, str] | None = None, guidance: Guidance = NO_GUIDANCE,
     ) -> list[str]:
         """Up to ``count`` sampled translations (fixed seeds), distinct from the best and each other.
 
@@ -790,7 +834,7 @@ class TranslationService:
             candidates = await asyncio.gather(*[
                 self._translate_one(ticket, text, source, target, "text", usage,
                                     temperature=ALTERNATIVE_TEMPERATURE + 0.3 * round_, seed=seed,
-                                    glossary=glossary)
+                                    glossary=glossary, guidance=guidance)
                 for seed in seeds
             ])
             for candidate in candidates:
@@ -809,7 +853,7 @@ class TranslationService:
         self, text: str, source: str, target: str, fmt: str = "text",
         timeout_s: float | None = None, usage: Usage | None = None,
         glossary: dict[str, str] | None = None, glossary_id: str | None = None, key_id: str | None = None,
-        tm: bool = True,
+        tm: bool = True, guidance: Guidance | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Yield the translation as it is generated, segment by segment, in order.
 
@@ -823,6 +867,7 @@ class TranslationService:
         usage = usage if usage is not None else Usage()
         timeout_s = timeout_s or self.settings.request_timeout_s
         glossary = self.request_glossary(source, target, glossary, glossary_id, key_id)
+        guidance = self.guidance_for(guidance, target)
         [text], [(src, detected)] = await _off_loop(len(text), self._read_all, [text], source, target)
         self.check_pair(src, target)
         final: dict = {}
@@ -846,7 +891,7 @@ class TranslationService:
             planned = Usage()
             plan, segments = await _off_loop(self._planning_cost(text, src, target, tm), self._prepare, text,
                                              src, target, fmt, planned, glossary,
-                                             0.0, None, None, key_id, tm)
+                                             0.0, None, None, key_id, tm, None, guidance)
             usage.add(planned)
             queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]
             # A marked segment streams no raw deltas: they would show the view's tags, and its

@@ -56,6 +56,17 @@ CHINESE_NAMES: dict[str, str] = {
     "tl": "菲律宾语", "km": "高棉语", "my": "缅甸语", "kk": "哈萨克语", "mn": "蒙古语",
 }
 
+# Targets whose grammar marks formality (pronouns of address, polite verb forms), so a prompted
+# engine can be told a register (DeepL's ``formality``): code -> (formal, informal), as a prompt
+# names them. English and the rest have no such marking, as DeepL reports for them too.
+FORMAL_REGISTERS: dict[str, tuple[str, str]] = {
+    "de": ("Sie", "du"), "fr": ("vous", "tu"), "es": ("usted", "tú"), "it": ("Lei", "tu"),
+    "pt": ("o senhor / a senhora", "você"), "nl": ("u", "jij"), "pl": ("Pan / Pani", "ty"),
+    "ru": ("вы", "ты"), "uk": ("ви", "ти"), "cs": ("vy", "ty"), "tr": ("siz", "sen"),
+    "ja": ("です/ます forms", "plain forms"), "ko": ("존댓말, 합니다/해요", "반말"),
+    "zh": ("您", "你"), "zt": ("您", "你"),
+}
+
 # Qwen2.5 is documented for 29+ languages; these are the ones a 1.5B model
 # translates usefully to and from English and Chinese.
 _QWEN = ["en", "zh", "zt", "ja", "ko", "fr", "de", "es", "pt", "it", "ru", "ar",

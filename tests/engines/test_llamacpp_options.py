@@ -64,3 +64,43 @@ def test_the_queue_ahead_setting_reaches_the_engine(tmp_path):
     model.write_bytes(b"GGUF")
     engine = create_engine(Settings(home=tmp_path, model=str(model), n_parallel=3, queue_ahead=1))
     assert (engine.slots, engine.max_concurrency) == (3, 4)
+
+
+class _ContextWindow:
+    """llama.cpp's server as far as a prompt's size goes: one that is over ``limit`` characters is
+    refused as llama.cpp refuses it (an error object, before any decoding); else a fixed answer."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.prompts: list[str] = []
+
+    def handle_chat_completions(self, body, on_chunk):
+        prompt = "".join(m["content"] for m in body["messages"])
+        self.prompts.append(prompt)
+        if len(prompt) > self.limit:
+            on_chunk({"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": len(prompt),
+                                "n_ctx": self.limit}})
+            return
+        on_chunk({"choices": [{"delta": {"content": "Commit"}, "finish_reason": "stop"}],
+                  "usage": {"prompt_tokens": len(prompt), "completion_tokens": 1}})
+
+
+def test_a_guidance_too_long_for_the_context_is_cut_until_it_fits():
+    from mtserve.engines.base import Guidance, PromptTooLong, TranslationRequest
+
+    engine = _engine()
+    plain = TranslationRequest("提交", "zh", "en")
+    engine._server = server = _ContextWindow(limit=len("".join(
+        m["content"] for m in engine.build_request(plain)["messages"])) + 400)
+    context = "".join(chr(0x4E00 + i) for i in range(1000))  # 1,000 distinct characters: over by far
+    result = engine.translate(TranslationRequest("提交", "zh", "en", guidance=Guidance(context=context)))
+    assert result.text == "Commit"
+    assert len(server.prompts) >= 3  # refused, halved (500), refused, halved again... until it fit
+    assert context[-100:] in server.prompts[-1]  # the end of the context, nearest the text, is kept
+    assert context[:100] not in server.prompts[-1]
+    assert len(server.prompts[-1]) <= server.limit
+    server.limit = 10  # not even the bare segment fits: a clear error, which the API answers with 413
+    with pytest.raises(PromptTooLong, match="MTSERVE_CTX_PER_SLOT"):
+        engine.translate(TranslationRequest("提交", "zh", "en", guidance=Guidance(context=context)))
+    with pytest.raises(PromptTooLong):
+        engine.translate(plain)

@@ -1,0 +1,122 @@
+"""A request's context, instructions and formality (DeepL's fields) through the one service path to the
+prompt: after the fixed, cached prefix, fenced as data; keyed in the cache; ignored by seq2seq engines."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import pytest
+
+from mtserve.engines.base import Guidance, TranslationRequest
+from mtserve.engines.prompts import CONTEXT_BLOCK, template_for
+from tests.fakes import FakeEngine
+from tests.quality.helpers import ScriptedEngine, service_for
+
+CONTEXT = "这是 Git 图形客户端里的一个按钮：把暂存的更改记录到仓库。"
+ANSWERS = {"提交": "Commit", "你能帮我吗？": "Können Sie mir helfen?"}
+
+
+def answer(request: TranslationRequest) -> str | None:
+    """A translation the guardrails take (so there is no retry), where the test knows one."""
+    return ANSWERS.get(request.text)
+
+
+def sync(test):
+    """Run an async test body in its own event loop (the suite has no asyncio plugin)."""
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+    return run
+
+
+def rendered(request: TranslationRequest) -> list[dict[str, str]]:
+    """The messages the llama.cpp and vLLM engines send for ``request`` (the qwen template)."""
+    return template_for("qwen").messages(request.text, request.source, request.target,
+                                         glossary=request.glossary, strict=request.strict,
+                                         markup=request.markup, retrieved=request.examples,
+                                         guidance=request.guidance)
+
+
+@sync
+async def test_context_instructions_and_formality_reach_the_prompt_after_the_fixed_prefix(tmp_path):
+    engine = ScriptedEngine(answer)
+    async with service_for(engine, tmp_path) as service:
+        await service.translate(["提交"], "zh", "en")
+        guidance = Guidance(context=CONTEXT, instructions=("Use the imperative.", "Keep it short."))
+        await service.translate(["提交"], "zh", "en", guidance=guidance)
+        await service.translate(["你能帮我吗？"], "zh", "de", guidance=Guidance(formality="more"))
+    plain, guided, formal = (rendered(call) for call in engine.calls)
+    assert engine.calls[1].guidance == guidance
+    # the system prompt and the few-shot examples are byte for byte the plain request's: the cached prefix
+    assert guided[:-1] == plain[:-1] and len(plain) > 2
+    last = guided[-1]["content"]
+    assert plain[-1]["content"] == "提交"  # without guidance, the prompt it always had
+    assert CONTEXT_BLOCK.format(context=CONTEXT) in last
+    assert "- Use the imperative.\n- Keep it short." in last
+    assert last.endswith("Text to translate:\n提交")  # the text comes last, after its own label
+    assert last.index("</context>") < last.index("Use the imperative.") < last.index("Text to translate")
+    assert "formally (Sie)" in formal[-1]["content"]
+
+
+@sync
+async def test_context_keys_the_cache(tmp_path):
+    engine = ScriptedEngine(lambda request: "Commit" if request.guidance.context else "Submit")
+    async with service_for(engine, tmp_path) as service:
+        git = Guidance(context=CONTEXT)
+        form = Guidance(context="网页表单底部的按钮：把填写的信息发送给服务器。")
+        [a] = await service.translate(["提交"], "zh", "en", guidance=git)
+        [b] = await service.translate(["提交"], "zh", "en", guidance=git)
+        assert (a.text, b.text) == ("Commit", "Commit") and len(engine.calls) == 1  # the second: a hit
+        [c] = await service.translate(["提交"], "zh", "en")
+        assert c.text == "Submit" and len(engine.calls) == 2  # no context: not the Git button's entry
+        await service.translate(["提交"], "zh", "en", guidance=form)
+        await service.translate(["提交"], "zh", "en", guidance=Guidance(context=CONTEXT, formality="less"))
+        await service.translate(["提交"], "zh", "en", guidance=Guidance(context=CONTEXT, instructions=("x",)))
+        # another context and another instruction are other keys; formality into English is not told at all
+        assert len(engine.calls) == 4
+        assert all(call.guidance.formality == "default" for call in engine.calls)
+
+
+@sync
+async def test_the_stream_carries_the_guidance_too(tmp_path):
+    engine = ScriptedEngine()
+    async with service_for(engine, tmp_path) as service:
+        events = [e async for e in service.stream("提交。然后关闭。", "zh", "en",
+                                                  guidance=Guidance(context=CONTEXT))]
+    assert events[-1].kind == "done"
+    assert {call.text for call in engine.calls} == {"提交。", "然后关闭。"}
+    assert any(call.strict for call in engine.calls)  # the guardrails' retry (the output was left in Chinese)
+    assert all(call.guidance.context == CONTEXT for call in engine.calls)  # ...keeps the guidance too
+
+
+@sync
+async def test_formality_is_told_only_where_the_target_marks_it(tmp_path):
+    engine = ScriptedEngine(answer)
+    async with service_for(engine, tmp_path) as service:
+        assert service.supports_formality("de") and service.supports_formality("zh")
+        assert not service.supports_formality("en")
+        await service.translate(["你能帮我吗？"], "zh", "de", guidance=Guidance(formality="less"))
+        await service.translate(["你能帮我吗？"], "zh", "en", guidance=Guidance(formality="less"))
+    assert len(engine.calls) == 2
+    assert [call.guidance.formality for call in engine.calls] == ["less", "default"]
+    assert "informally (du)" in rendered(engine.calls[0])[-1]["content"]
+
+
+@pytest.mark.parametrize("fmt, text", [("html", "<p>点击<b>提交</b>按钮。</p>"), ("text", "点击 %s 提交。")])
+@sync
+async def test_marked_segments_and_their_fallbacks_keep_the_guidance(tmp_path, fmt, text):
+    engine = ScriptedEngine(lambda request: "Click the button." if not request.transfer else None)
+    async with service_for(engine, tmp_path) as service:
+        await service.translate([text], "zh", "en", fmt, guidance=Guidance(context=CONTEXT))
+    assert engine.calls and all(call.guidance.context == CONTEXT for call in engine.calls)
+
+
+@sync
+async def test_a_seq2seq_engine_gets_no_guidance_and_caches_as_without_it(tmp_path):
+    engine = FakeEngine()  # not prompted: nothing to tell a Marian or NLLB model
+    async with service_for(engine, tmp_path) as service:
+        assert not service.supports_formality("de")
+        await service.translate(["你好"], "zh", "en", guidance=Guidance(context=CONTEXT, instructions=("x",)))
+        await service.translate(["你好"], "zh", "en")
+    assert len(engine.calls) == 1 and not engine.calls[0].guidance  # the second was a cache hit
