@@ -156,24 +156,34 @@ def _local(tag: object) -> str:
     return tag.rpartition("}")[2] if isinstance(tag, str) else ""
 
 
-def _tuv_language(tuv) -> str | None:
-    tag = tuv.get(XML_LANG) or tuv.get("lang")
+def _declared(tag: str | None) -> str | None:
+    """A language a file declares, as mtserve's code; None when absent or unknown."""
     try:
         return language_code(tag) if tag else None
     except TMError:
         return None
 
 
-def read_tmx(data: bytes, source: str | None, target: str | None) -> TMFile:
+def _tuv_language(tuv) -> str | None:
+    return _declared(tuv.get(XML_LANG) or tuv.get("lang"))
+
+
+def _parse_xml(data: bytes, what: str, kind: str, root_name: str):
+    """The root of an XML translation-memory file, parsed with no entities, DTDs or network."""
     from lxml import etree
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
-        raise TMError(f"the .tmx file is not well-formed XML: {exc}") from None
-    if _local(root.tag) != "tmx":
-        raise TMError(f"not a TMX file: its root element is <{_local(root.tag)}>, not <tmx>")
+        raise TMError(f"the {what} file is not well-formed XML: {exc}") from None
+    if _local(root.tag) != root_name:
+        raise TMError(f"not {kind} file: its root element is <{_local(root.tag)}>, not <{root_name}>")
+    return root
+
+
+def read_tmx(data: bytes, source: str | None, target: str | None) -> TMFile:
+    root = _parse_xml(data, ".tmx", "a TMX", "tmx")
     units = [el for el in root.iter() if _local(el.tag) == "tu"]
     languages: dict[str, None] = {}
     for unit in units:
@@ -277,23 +287,10 @@ def _xliff_units(root, namespace: str) -> list[tuple[str | None, str | None, lis
               for seg in root.iter(f"{{{namespace}}}segment")])]
 
 
-def _declared(tag: str | None) -> str | None:
-    try:
-        return language_code(tag) if tag else None
-    except TMError:
-        return None
-
-
 def read_xliff(data: bytes, source: str | None, target: str | None) -> TMFile:
     from lxml import etree
 
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
-    try:
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        raise TMError(f"the XLIFF file is not well-formed XML: {exc}") from None
-    if _local(root.tag) != "xliff":
-        raise TMError(f"not an XLIFF file: its root element is <{_local(root.tag)}>, not <xliff>")
+    root = _parse_xml(data, "XLIFF", "an XLIFF", "xliff")
     namespace = etree.QName(root).namespace or ""
     if namespace != XLIFF12 and not namespace.startswith(XLIFF2):
         raise TMError(f"XLIFF version {root.get('version') or 'unknown'} (namespace {namespace or 'none'}) "
