@@ -82,12 +82,39 @@ def clean_translation(output: str, source: str) -> str:
         output = output[:end.start()]  # whatever follows the end of the turn is not the answer
     text = strip_special_tokens(output).strip()
     source = source.strip()
-    steps = (_drop_fence, _drop_leading_echo_and_labels, _drop_trailing_chatter, _unwrap_quotes)
+    steps = (_drop_fence, _drop_leading_echo_and_labels, _drop_trailing_chatter, _unwrap_quotes,
+             _mirror_final_stop)
     for step in steps:
         cleaned = step(text, source).strip()
         if cleaned:  # never let cleaning eat the whole answer
             text = cleaned
     return text
+
+
+# What ends a sentence, in the scripts we translate from and into; a source ending in one of these
+# (or in a closing quote or bracket after one) keeps whatever its translation ends with.
+_SENTENCE_END = set(".。．!！?？…;；:：")
+_CLOSERS = set("\"'”’」』)）]】>》")
+_ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Za-z]\.){2,}$|\b(?:etc|Inc|Ltd|Co|Corp|Dr|Mr|Mrs|Ms|St|vs|No|approx)\.$")
+_INNER_STOP = re.compile(r"[.!?](?=\s)|[。！？]")
+
+
+def _mirror_final_stop(text: str, source: str) -> str:
+    """A source without a full stop at its end (a button label, a menu item, a heading, a table
+    cell) gets a translation without one: small models add "." to everything, and a UI string
+    "Save." is wrong. A CAT tool's QA flags it as an end-punctuation mismatch. Only one sentence
+    is touched, and never an abbreviation ("etc.")."""
+    tail = source.rstrip()
+    while tail and tail[-1] in _CLOSERS:
+        tail = tail[:-1].rstrip()
+    if not tail or tail[-1] in _SENTENCE_END:
+        return text
+    if not (text.endswith(".") or text.endswith("。")) or text.endswith("..") or text.endswith("。。"):
+        return text
+    body = text[:-1]
+    if not body or _INNER_STOP.search(body) or _ABBREVIATION.search(text):
+        return text
+    return body
 
 
 def _drop_fence(text: str, source: str) -> str:

@@ -45,7 +45,7 @@ def translate(url, q, **extra):
 def test_exact_matches_are_served_from_the_memory_and_similar_ones_become_examples(tmp_path):
     home = tmp_path / "home"
     print(import_po(home, tmp_path))
-    engine = ScriptedEngine(lambda request: "Engine translation.")
+    engine = ScriptedEngine(lambda request: "Engine translation")
     with serve(engine, home=home) as url:
         exact = translate(url, "保存您的更改")
         assert exact.status_code == 200, exact.text
@@ -55,7 +55,7 @@ def test_exact_matches_are_served_from_the_memory_and_similar_ones_become_exampl
         assert metric_value(url, "mtserve_tm_exact_matches_total") == 1
 
         off = translate(url, "保存您的更改", tm=False)
-        assert off.json()["translatedText"] == "Engine translation." and "translationMemory" not in off.json()
+        assert off.json()["translatedText"] == "Engine translation" and "translationMemory" not in off.json()
         assert any(call.text == "保存您的更改" and not call.examples for call in engine.calls)
 
         similar = translate(url, "请打开设置页面")
@@ -64,7 +64,7 @@ def test_exact_matches_are_served_from_the_memory_and_similar_ones_become_exampl
         assert ("打开设置", "Open the settings") in call.examples
         assert metric_value(url, "mtserve_tm_examples_total") >= 1
         fuzzy = translate(url, "删除文件")  # the fuzzy .po entry was never imported
-        assert fuzzy.json()["translatedText"] == "Engine translation."
+        assert fuzzy.json()["translatedText"] == "Engine translation"
 
 
 def test_retrieved_examples_come_after_the_fixed_prefix_and_do_not_change_it():

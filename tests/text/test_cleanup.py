@@ -179,3 +179,20 @@ def test_never_returns_more_than_was_there(output: str) -> None:
 def test_plain_translation_is_untouched() -> None:
     text = "The weather is nice today: sunny, warm, and calm."
     assert clean_translation(text, "今天天气很好：晴朗、温暖、平静。") == text
+
+
+@pytest.mark.parametrize(("output", "source", "expected"), [
+    ("Save.", "保存", "Save"),  # a button label gets no full stop the source did not have
+    ("Delete %s.", "删除 %s", "Delete %s"),
+    ("<b1>Save</b1>.", "<b1>保存</b1>", "<b1>Save</b1>"),
+    ("保存。", "Save", "保存"),
+    ("Save.", "保存。", "Save."),  # the source has one: kept
+    ("Saved!", "已保存", "Saved!"),  # only a full stop is taken off
+    ("Tools, etc.", "工具等", "Tools, etc."),  # an abbreviation keeps its point
+    ("U.S.", "美国", "U.S."),
+    ("Wait...", "等等", "Wait..."),
+    ("This is A. This is B.", "这是A。这是B", "This is A. This is B."),  # more than one sentence: untouched
+    ("Click “Save.”", "点击“保存”", "Click “Save.”"),
+])
+def test_final_full_stop_follows_the_source(output: str, source: str, expected: str) -> None:
+    assert clean_translation(output, source) == expected
