@@ -76,13 +76,13 @@ class Project:
 PROJECTS: tuple[Project, ...] = (
     # --- the translation memory ---
     Project("django", "5.2.19", "tm"),
-    Project("wagtail", "8.0.1", "tm", 900),
-    Project("sphinx", "9.0.4", "tm", 600),
-    Project("jupyterlab-language-pack-zh-cn", "4.5.post3", "tm", 900),
-    Project("horizon", "27.0.0", "tm", 700),
-    Project("apache-superset", "6.1.0", "tm", 500),
-    Project("indico", "3.2.9", "tm", 500),
-    Project("trac", "1.6", "tm", 400),
+    Project("wagtail", "8.0.1", "tm"),
+    Project("sphinx", "9.0.4", "tm"),
+    Project("jupyterlab-language-pack-zh-cn", "4.5.post3", "tm"),
+    Project("horizon", "27.0.0", "tm"),
+    Project("apache-superset", "6.1.0", "tm"),
+    Project("indico", "3.2.9", "tm"),
+    Project("trac", "1.6", "tm"),
     # --- dev ---
     Project("django-cms", "5.1.3", "dev", 70),
     Project("django-allauth", "65.21.1", "dev", 60),
