@@ -13,16 +13,17 @@ pytestmark = pytest.mark.model
 
 
 def test_eval_with_the_software_tm_gives_examples_and_reports_them(tmp_path, model_path):
+    # at similarity 60, not the default 70: seed 0's six dev sentences have no entry at 70 or more
     result = mtserve("eval", "--dataset", "software", "--split", "dev", "--limit", "6", "--tm", "software",
-                     "--model", TEST_MODEL, "--n-parallel", "2", "--quiet", "--json", str(tmp_path / "r.json"),
-                     "--markdown", str(tmp_path / "r.md"), timeout=600)
+                     "--tm-min-similarity", "60", "--model", TEST_MODEL, "--n-parallel", "2", "--quiet",
+                     "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), timeout=600)
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["dataset"]["name"] == "software" and report["n"] == 6
     assert report["system"]["model"] == TEST_MODEL
-    assert report["system"]["tm"].startswith("software-tm.tsv (15289 entries")
+    assert report["system"]["tm"].startswith("software-tm.tsv (15289 entries, k=2, min similarity 60)")
     memory = report["memory"]
-    # seed 0's six dev sentences: two have TM entries at similarity 60 or more, none an
+    # seed 0's six dev sentences: some have TM entries at similarity 60 or more, none an
     # exact match (the builder drops those from dev and test)
     assert memory["segments"] >= 6 and memory["example_segments"] >= 1 and memory["exact_segments"] == 0
     assert memory["with_examples"]["n"] + memory["without_examples"]["n"] == 6

@@ -31,4 +31,4 @@ def test_a_text_of_several_sentences_matches_an_entry_whole(tmp_path) -> None:
     assert exact == 1
     assert off == "From the engine. From the engine."  # tm off: two sentences, two engine calls
     assert part == "From the engine."  # one sentence of the entry is not a match
-    assert [call.text for call in engine.calls].count("文件已保存。") == 2
+    assert {"文件已保存。", "要关闭窗口吗？"} <= {call.text for call in engine.calls}  # tm off: sentence by sentence
