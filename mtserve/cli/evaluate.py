@@ -6,6 +6,7 @@
     mtserve eval --markup --split test --limit 60                         # inline tags and placeholders
     mtserve eval --dataset software --split dev --tm software --limit 100 # with a translation memory
     mtserve eval --dataset context --split all [--no-context]             # what a request's context changes
+    mtserve eval --dataset software --split test --context "These are user-interface strings of a software application."
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--no-context", action="store_true",
                         help="leave out the pairs' context (sent as the request's context otherwise): the "
                              "baseline to compare a context run with")
+    parser.add_argument("--context", default=None, metavar="TEXT",
+                        help="send TEXT as the request's context for every pair without one of its own (on "
+                             "--dataset software, what a .po file gets: \"These are user-interface strings of a "
+                             "software application.\")")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     add_setting_flags(parser, SERVICE_FIELDS + TM_FIELDS)
     parser.set_defaults(func=cmd_eval)
@@ -104,6 +109,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         load_file,
         parse_levels,
         sample,
+        with_context,
         without_context,
     )
     from mtserve.eval.runner import evaluate
@@ -126,6 +132,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             evalset.notes.append(f"sample of {len(evalset.pairs)} (seed {args.seed})")
         if args.no_context:
             evalset = without_context(evalset)
+        elif args.context:
+            evalset = with_context(evalset, args.context)
         if not evalset.pairs:
             raise DatasetError(f"the selection is empty ({evalset.name}, split {evalset.split})")
         if args.url:

@@ -382,6 +382,14 @@ def without_context(evalset: EvalSet) -> EvalSet:
                    evalset.attribution, evalset.notes + ["contexts left out (--no-context)"])
 
 
+def with_context(evalset: EvalSet, context: str) -> EvalSet:
+    """The same set with ``context`` sent for every pair that has none of its own: what a line
+    such as "user-interface strings of a software application" adds on its own."""
+    pairs = [p if p.context else replace(p, context=context) for p in evalset.pairs]
+    return EvalSet(evalset.name, evalset.source_lang, evalset.target_lang, pairs, evalset.split,
+                   evalset.attribution, evalset.notes + [f"context for every pair without one: {context!r}"])
+
+
 def load_file(path: str | Path, source: str, target: str, split: str = "all") -> EvalSet:
     pairs = read_pairs(path)
     return EvalSet(Path(path).name, source, target, select(pairs, split), split)

@@ -75,3 +75,17 @@ def test_the_http_target_and_the_cli_with_and_without_context(tmp_path):
     assert "right reading 1/2" in without.stdout, without.stderr  # Submit both times: the Git button missed
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["expected"]["missed"] == ["git"] and "contexts left out (--no-context)" in data["dataset"]["notes"]
+
+
+def test_a_context_for_every_pair_without_one_reaches_each_request(tmp_path):
+    pairs = tmp_path / "ui.tsv"
+    pairs.write_text("id\tcontext\tsource\treference\nown\t网页表单的按钮\t提交\tSubmit\nbare\t\t提交\tCommit\n",
+                     encoding="utf-8")
+    with serve(ScriptedEngine(lambda request: request.guidance.context or "none"), home=tmp_path) as url:
+        run = mtserve("eval", str(pairs), "--url", url, "--quiet", "--context", "Git 客户端里的按钮",
+                      "--json", str(tmp_path / "r.json"))
+    assert run.returncode == 0, run.stderr
+    data = json.loads((tmp_path / "r.json").read_text())
+    outputs = {s["id"]: s["hypothesis"] for s in data["sentences"]}
+    assert outputs == {"own": "网页表单的按钮", "bare": "Git 客户端里的按钮"}  # a pair's own context wins
+    assert "context for every pair without one: 'Git 客户端里的按钮'" in data["dataset"]["notes"]
