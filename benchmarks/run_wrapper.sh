@@ -5,6 +5,9 @@
 #   benchmarks/run_wrapper.sh qwen2.5-coder-0.5b-instruct-q4_k_m [OUT_DIR] [REQUESTS]
 #   MTSERVE_SCRIPT_GRAMMAR=retry benchmarks/run_wrapper.sh MODEL OUT   # a server setting under test
 #
+#   WRAPPER=http benchmarks/run_wrapper.sh MODEL OUT   # the wrapper as its own HTTP server
+#                                                    # (benchmarks/wrapper_server.py): HTTP against HTTP
+#
 # The server starts with the translation cache off; MTSERVE_* variables in the environment reach it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +27,22 @@ for _ in $(seq 1 180); do
   kill -0 $SERVER || { cat "$OUT/server.log"; exit 1; }
   sleep 1
 done
-echo "== wrapper: mtserve bench --compare $URL wrapper --concurrency ${CLIENTS:-8} --requests $N --rounds ${ROUNDS:-4}" \
+B=wrapper
+if [ "${WRAPPER:-}" = http ]; then
+  WPORT=$((PORT + 1))
+  .venv/bin/python benchmarks/wrapper_server.py "$HOME/.cache/mtserve/models/$MODEL.gguf" --port "$WPORT" \
+    --threads "$THREADS" >"$OUT/wrapper-server.log" 2>&1 &
+  WSERVER=$!
+  trap 'kill $SERVER $WSERVER 2>/dev/null || true; wait $SERVER $WSERVER 2>/dev/null || true' EXIT
+  for _ in $(seq 1 180); do
+    curl -sf "http://127.0.0.1:$WPORT/health" >/dev/null && break
+    kill -0 $WSERVER || { cat "$OUT/wrapper-server.log"; exit 1; }
+    sleep 1
+  done
+  B=http://127.0.0.1:$WPORT
+fi
+echo "== wrapper: mtserve bench --compare $URL $B --concurrency ${CLIENTS:-8} --requests $N --rounds ${ROUNDS:-4}" \
   | tee "$OUT/wrapper.txt"
 .venv/bin/mtserve bench --model "$MODEL" --threads "$THREADS" --no-progress --out "$OUT/wrapper" --markdown \
-  --compare "$URL" wrapper --concurrency "${CLIENTS:-8}" --requests "$N" --rounds "${ROUNDS:-4}" \
+  --compare "$URL" "$B" --concurrency "${CLIENTS:-8}" --requests "$N" --rounds "${ROUNDS:-4}" \
   --label "$MODEL: mtserve over HTTP vs a bare llama.cpp wrapper with a one-line prompt" | tee -a "$OUT/wrapper.txt"
