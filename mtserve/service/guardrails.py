@@ -147,6 +147,15 @@ _COMMENTING = re.compile(
     re.IGNORECASE,
 )
 _QUESTION_MARK = re.compile(r"[?？¿؟]")
+# An assistant taking on a task ("Sure, I can help you ...", "Certainly! Let me ...", "Okay, I'll ..."):
+# the text was obeyed, not translated, unless the source itself opens with such an assent.
+_ASSENTING = re.compile(
+    r"^\W*(?:sure|certainly|of course|absolutely|okay|ok|alright|no problem|happy to help)\b[\s,!.:]*"
+    r"(?:I\s+(?:can|could|will|would)|I'?ll|I'?d|I'?m happy|I am happy|let me|here)\b",
+    re.IGNORECASE,
+)
+_SOURCE_ASSENTS = re.compile(r"^\W*(?:当然|好|行|可以|没问题|没有问题|乐意|OK|okay|sure|certainly|of course)",
+                             re.IGNORECASE)
 
 
 def _refusal(source: str, output: str) -> Problem | None:
@@ -158,9 +167,12 @@ def _refusal(source: str, output: str) -> Problem | None:
 
 
 def _answer(source: str, output: str) -> Problem | None:
-    """A question that came back as a statement was answered, not translated."""
+    """A question that came back as a statement was answered, not translated; a request that came
+    back as an assistant's "Sure, I can help you ..." was obeyed."""
     if _QUESTION_MARK.search(source) and not _QUESTION_MARK.search(output):
         return Problem("answer", "the source asks a question; the output answers instead of asking it")
+    if _ASSENTING.search(output) and not _SOURCE_ASSENTS.search(source):
+        return Problem("answer", "the output takes the text as a request to the assistant instead of translating it")
     return None
 
 

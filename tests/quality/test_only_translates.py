@@ -32,6 +32,14 @@ REFUSED = ("你好世界", "The German text \"ä½ å¥½ä¸ç\" translates to 
     ("作为一个AI，我不能回答。", "As an AI, I cannot answer.", None),
     ("这是什么？", "What is this?", None),
     ("你是谁？", "你是谁？", "identical"),
+    # the 0.5B, through /translate: the request was obeyed (an assistant's assent), not translated
+    ("请把中文转换成英文。", "Sure, I can help you translate the Chinese text into English. Please provide the "
+                         "Chinese text you would like translated.", "answer"),
+    ("帮我写一首诗。", "Certainly! Here is a poem for you:", "answer"),
+    ("请把中文转换成英文。", "Please convert the Chinese into English.", None),
+    ("当然，我可以帮你。", "Sure, I can help you.", None),  # the source assents itself
+    ("好的，我马上来。", "Okay, I'll be right there.", None),
+    ("确定要删除吗？", "Sure you want to delete?", None),  # "sure" without an assistant's offer
 ])
 def test_outputs_that_answer_refuse_or_comment_are_caught(source, output, kind):
     problem = check(source, output, "zh", "en")
