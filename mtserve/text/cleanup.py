@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from mtserve.text.segment import ends_with_abbreviation
+
 _SPECIAL_TOKEN = re.compile(
     r"<\|im_start\|>(?:assistant|system|user)?\n?"  # a new turn header, with its role
     r"|<\|[^|<>\s]{1,40}\|>|</?s>|\[/?INST\]|<</?SYS>>"
@@ -95,7 +97,6 @@ def clean_translation(output: str, source: str) -> str:
 # (or in a closing quote or bracket after one) keeps whatever its translation ends with.
 _SENTENCE_END = set(".。．!！?？…;；:：")
 _CLOSERS = set("\"'”’」』)）]】>》")
-_ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Za-z]\.){2,}$|\b(?:etc|Inc|Ltd|Co|Corp|Dr|Mr|Mrs|Ms|St|vs|No|approx)\.$")
 _INNER_STOP = re.compile(r"[.!?](?=\s)|[。！？]")
 
 
@@ -112,7 +113,7 @@ def _mirror_final_stop(text: str, source: str) -> str:
     if not (text.endswith(".") or text.endswith("。")) or text.endswith("..") or text.endswith("。。"):
         return text
     body = text[:-1]
-    if not body or _INNER_STOP.search(body) or _ABBREVIATION.search(text):
+    if not body or _INNER_STOP.search(body) or ends_with_abbreviation(text):
         return text
     return body
 

@@ -283,6 +283,15 @@ def _is_abbreviation(word: str, next_char: str) -> bool:
     return len(word) == 1 and word.isupper() and word != "I"  # an initial: "J. K. Rowling"
 
 
+def ends_with_abbreviation(text: str) -> bool:
+    """Whether the full stop that ends ``text`` belongs to an abbreviation ("etc.", "U.S.", "Dr."),
+    by the rule the segmenter cuts sentences with."""
+    if not text.endswith("."):
+        return False
+    word = text[:-1].rsplit(None, 1)[-1].lstrip(_OPENERS) if text[:-1].strip() else ""
+    return bool(word) and _is_abbreviation(word, "")
+
+
 def _clause_units(text: str) -> list[str]:
     """Substrings that each end after a clause mark (and its spaces), or at the end."""
     units, start = [], 0
