@@ -17,8 +17,10 @@ from fastapi import FastAPI, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
-NAMES = {"zh": "Chinese", "en": "English", "ja": "Japanese", "ko": "Korean", "de": "German", "fr": "French"}
-SYSTEM = "Translate the following {source} text into {target}. Output only the translation."
+from mtserve.bench.targets import WrapperTarget  # the in-process wrapper: the same prompt and bound
+from mtserve.engines.base import default_max_tokens
+from mtserve.settings import Settings
+from mtserve.text.languages import language_name
 
 
 class Request(BaseModel):
@@ -43,10 +45,11 @@ def build(model: str, threads: int, slots: int, ctx_per_slot: int) -> FastAPI:
 
     @app.post("/translate")
     async def translate(request: Request, response: Response) -> dict:
-        system = SYSTEM.format(source=NAMES.get(request.source, request.source),
-                               target=NAMES.get(request.target, request.target))
+        system = WrapperTarget.SYSTEM.format(source=language_name(request.source),
+                                             target=language_name(request.target))
         body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": request.q}],
-                "temperature": 0, "top_k": 1, "max_tokens": 256}
+                "temperature": 0, "top_k": 1,
+                "max_tokens": default_max_tokens(request.q, Settings.model_fields["max_output_tokens"].default)}
         reply = await run_in_threadpool(server.handle_chat_completions, body)
         tokens = reply.get("usage", {}).get("completion_tokens", 0)  # the bench's tokens/s, as mtserve reports it
         response.headers["Server-Timing"] = f'segments;desc="1 segments, 0 cached, {tokens} tokens"'
