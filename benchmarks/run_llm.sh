@@ -11,6 +11,7 @@
 # targets alternate A B A B within that run and their ratios hold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benchmarks/serve_lib.sh
 MODEL=${1:?usage: benchmarks/run_llm.sh MODEL [OUT_DIR] [REQUESTS]}
 OUT=${2:-benchmarks/results/$MODEL}
 N=${3:-24}
@@ -24,11 +25,7 @@ MTSERVE_CACHE_SIZE=0 MTSERVE_LOG_LEVEL=warning .venv/bin/mtserve serve --model "
   >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 1 180); do
-  curl -sf "$URL/health" >/dev/null && break
-  kill -0 $SERVER || { cat "$OUT/server.log"; exit 1; }
-  sleep 1
-done
+wait_for "$URL/health" $SERVER "$OUT/server.log"
 
 run() {  # run NAME ARGS...: one bench run, its table saved beside its JSON and plot
   local name=$1; shift

@@ -11,6 +11,7 @@
 # The server starts with the translation cache off; MTSERVE_* variables in the environment reach it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benchmarks/serve_lib.sh
 MODEL=${1:?usage: benchmarks/run_wrapper.sh MODEL [OUT_DIR] [REQUESTS]}
 OUT=${2:-benchmarks/results/$MODEL/wrapper}
 N=${3:-48}
@@ -22,11 +23,7 @@ MTSERVE_CACHE_SIZE=0 MTSERVE_LOG_LEVEL=warning .venv/bin/mtserve serve --model "
   --port "$PORT" >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 1 180); do
-  curl -sf "$URL/health/ready" >/dev/null && break
-  kill -0 $SERVER || { cat "$OUT/server.log"; exit 1; }
-  sleep 1
-done
+wait_for "$URL/health/ready" $SERVER "$OUT/server.log"
 B=wrapper
 if [ "${WRAPPER:-}" = http ]; then
   WPORT=$((PORT + 1))
@@ -34,11 +31,7 @@ if [ "${WRAPPER:-}" = http ]; then
     --threads "$THREADS" >"$OUT/wrapper-server.log" 2>&1 &
   WSERVER=$!
   trap 'kill $SERVER $WSERVER 2>/dev/null || true; wait $SERVER $WSERVER 2>/dev/null || true' EXIT
-  for _ in $(seq 1 180); do
-    curl -sf "http://127.0.0.1:$WPORT/health" >/dev/null && break
-    kill -0 $WSERVER || { cat "$OUT/wrapper-server.log"; exit 1; }
-    sleep 1
-  done
+  wait_for "http://127.0.0.1:$WPORT/health" $WSERVER "$OUT/wrapper-server.log"
   B=http://127.0.0.1:$WPORT
 fi
 echo "== wrapper: mtserve bench --compare $URL $B --concurrency ${CLIENTS:-8} --requests $N --rounds ${ROUNDS:-4}" \
