@@ -171,6 +171,23 @@ def metric_value(url: str, sample: str, default: float | None = None) -> float:
     return default
 
 
+# A gettext catalog as a translator exports it: two translated entries and a fuzzy one (never imported).
+UI_PO = '''msgid ""
+msgstr ""
+"Language: zh_CN\\n"
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+msgid "Save your changes"
+msgstr "保存您的更改"
+
+msgid "Open the settings"
+msgstr "打开设置"
+
+#, fuzzy
+msgid "Delete the file"
+msgstr "删除文件"
+'''
+
 GENERATED_TOKENS = "mtserve_generated_tokens_total"
 
 

@@ -10,28 +10,12 @@ import httpx
 
 from mtserve.engines.prompts import template_for
 from tests.quality.helpers import ScriptedEngine
-from tests.servers import metric_value, serve
-
-PO = '''msgid ""
-msgstr ""
-"Language: zh_CN\\n"
-"Content-Type: text/plain; charset=UTF-8\\n"
-
-msgid "Save your changes"
-msgstr "保存您的更改"
-
-msgid "Open the settings"
-msgstr "打开设置"
-
-#, fuzzy
-msgid "Delete the file"
-msgstr "删除文件"
-'''
+from tests.servers import UI_PO, metric_value, serve
 
 
 def import_po(home, tmp_path) -> str:
     path = tmp_path / "ui.po"
-    path.write_text(PO, encoding="utf-8")
+    path.write_text(UI_PO, encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "mtserve.cli", "tm", "import", str(path), "--source", "zh",
                            "--target", "en", "--home", str(home)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -15,31 +15,16 @@ import httpx
 import pytest
 
 from mtserve.service.access import KeyStore
-from tests.servers import GENERATED_TOKENS, engine_generates, metric_value, real_server
+from tests.servers import GENERATED_TOKENS, UI_PO, engine_generates, metric_value, real_server
 
 pytestmark = pytest.mark.model
 
-PO = '''msgid ""
-msgstr ""
-"Language: zh_CN\\n"
-"Content-Type: text/plain; charset=UTF-8\\n"
-
-msgid "Save your changes"
-msgstr "保存您的更改"
-
-msgid "Open the settings"
-msgstr "打开设置"
-
-#, fuzzy
-msgid "Delete the file"
-msgstr "删除文件"
-'''
 SUGGESTED = {"今天天气很好": "Splendid weather we are having today",
              "我们明天见": "Until tomorrow, dear friends"}  # worded as no model would put them
 
 
 def import_po(url: str, headers: dict | None = None) -> httpx.Response:
-    return httpx.post(f"{url}/tm/import", files={"file": ("ui.po", PO.encode())},
+    return httpx.post(f"{url}/tm/import", files={"file": ("ui.po", UI_PO.encode())},
                       data={"source": "zh", "target": "en"}, headers=headers or {}, timeout=60)
 
 
