@@ -70,3 +70,35 @@ def test_a_setting_with_fixed_choices_lists_them_and_refuses_others(capsys):
         parser.parse_args(["serve", "--script-grammar", "sometimes"])
     assert exc.value.code == 2
     assert "invalid choice: 'sometimes'" in capsys.readouterr().err
+
+
+GIT_BUTTON = "这是 Git 图形客户端里的一个按钮：把暂存的更改记录到仓库。"
+
+
+@pytest.mark.model
+def test_translate_takes_a_context_and_can_leave_the_translation_memory_out(model_path, tmp_path):
+    """The CLI's --context reaches the prompt (the Git button is "commit", not a form's "submit"),
+    and --no-tm skips an exact match the memory would serve."""
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    (home / "models" / model_path.name).symlink_to(model_path)
+    env = {"MTSERVE_HOME": str(home)}
+    memory = tmp_path / "memory.tsv"
+    memory.write_text("我喜欢猫。\tCats are what I like, says the memory.\n", encoding="utf-8")
+    imported = mtserve_env(env, "tm", "import", str(memory), "--source", "zh", "--target", "en")
+    assert imported.returncode == 0, imported.stderr
+
+    guided = mtserve_env(env, "translate", "提交", "-s", "zh", "-t", "en", "--model", TEST_MODEL,
+                         "--context", GIT_BUTTON)
+    assert guided.returncode == 0, guided.stderr
+    assert "commit" in guided.stdout.lower(), guided.stdout
+
+    stored = mtserve_env(env, "translate", "我喜欢猫。", "-s", "zh", "-t", "en", "--model", TEST_MODEL)
+    engine = mtserve_env(env, "translate", "我喜欢猫。", "-s", "zh", "-t", "en", "--model", TEST_MODEL, "--no-tm")
+    assert stored.stdout.strip() == "Cats are what I like, says the memory."
+    assert engine.returncode == 0 and "memory" not in engine.stdout and "cat" in engine.stdout.lower()
+
+
+def mtserve_env(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtserve.cli", *args], text=True, capture_output=True,
+                          timeout=180, env={**os.environ, **env})

@@ -60,6 +60,21 @@ def add_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> 
         group.add_argument(*flags, dest=name, type=kind, default=None, help=field.description)
 
 
+def add_guidance_flags(parser: argparse.ArgumentParser, file_default: bool = False) -> None:
+    """``--context``: DeepL's field, for the CLI. It goes into every segment's prompt, untranslated."""
+    default = (" (default: the format's own, e.g. \"These are user-interface strings of a software "
+               "application.\" for a .po file)") if file_default else ""
+    parser.add_argument("--context", default="", metavar="TEXT",
+                        help="what the text is, to translate it by: informs the translation, and is "
+                             "neither translated nor repeated" + default)
+
+
+def guidance_from(args: argparse.Namespace):
+    from mtserve.engines.base import Guidance
+
+    return Guidance(context=args.context) if args.context.strip() else None
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     given = {
         name: value for name, value in vars(args).items()

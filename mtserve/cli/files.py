@@ -13,7 +13,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from mtserve.cli.common import SERVICE_FIELDS, add_setting_flags, fail, settings_from
+from mtserve.cli.common import SERVICE_FIELDS, add_guidance_flags, add_setting_flags, fail, guidance_from, settings_from
 from mtserve.settings import Settings
 
 
@@ -31,6 +31,7 @@ def add_parser(commands) -> None:
     parser.add_argument("--output", "-o", type=Path, default=None,
                         help="where to write the translation (default: IN.TARGET.EXT next to IN)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and notes")
+    add_guidance_flags(parser, file_default=True)
     add_setting_flags(parser, SERVICE_FIELDS + ("files_chunk", "files_xlsx_sheet_names"))
     parser.set_defaults(func=cmd_translate_file)
 
@@ -40,7 +41,7 @@ def default_output(path: Path, target: str, extension: str) -> Path:
 
 
 async def translate_file(settings: Settings, path: Path, source: str, target: str, output: Path | None,
-                         *, engine=None, progress: bool = True, err=sys.stderr) -> Path:
+                         *, engine=None, progress: bool = True, err=sys.stderr, guidance=None) -> Path:
     """Translate ``path`` into ``output`` (or the default name next to it); returns where it went."""
     from mtserve.documents.limits import Limits
     from mtserve.documents.registry import FORMATS, ReadOptions, read_document
@@ -71,7 +72,8 @@ async def translate_file(settings: Settings, path: Path, source: str, target: st
                     bar.set_postfix_str(section, refresh=False)
 
         result = await translate_document(runtime.service, document, source, target,
-                                          chunk_size=settings.files_chunk, on_progress=on_progress)
+                                          chunk_size=settings.files_chunk, on_progress=on_progress,
+                                          guidance=guidance)
     finally:
         if bar is not None:
             bar.close()
@@ -102,7 +104,7 @@ def cmd_translate_file(args: argparse.Namespace) -> int:
         return fail(f"{args.input}: no such file")
     try:
         written = asyncio.run(translate_file(settings, args.input, args.source, args.target, args.output,
-                                             progress=not args.quiet))
+                                             progress=not args.quiet, guidance=guidance_from(args)))
     except (DocumentError, ModelStoreError, EngineConfigError, UnsupportedLanguage, DeadlineExceeded,
             ValueError, OSError) as exc:
         return fail(exc)

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import Iterable, Iterator
 
-from mtserve.cli.common import SERVICE_FIELDS, add_setting_flags, fail, settings_from
+from mtserve.cli.common import SERVICE_FIELDS, add_guidance_flags, add_setting_flags, fail, guidance_from, settings_from
 from mtserve.settings import Settings
 
 
@@ -19,6 +19,9 @@ def add_parser(commands) -> None:
     translate.add_argument("--source", "-s", default="auto", help="source language code or auto")
     translate.add_argument("--target", "-t", default="en", help="target language code")
     translate.add_argument("--format", choices=("text", "html"), default="text")
+    add_guidance_flags(translate)
+    translate.add_argument("--no-tm", action="store_true",
+                           help="leave the translation memory out: no exact matches, no retrieved examples")
     add_setting_flags(translate, SERVICE_FIELDS)
     translate.set_defaults(func=cmd_translate)
 
@@ -29,7 +32,7 @@ def _read_lines(stream) -> Iterator[str]:
 
 
 async def _translate_lines(settings: Settings, lines: Iterable[str], source: str, target: str,
-                           fmt: str, out) -> None:
+                           fmt: str, out, guidance=None, tm: bool = True) -> None:
     from mtserve.engines.base import in_flight_capacity
     from mtserve.service.runtime import Runtime
 
@@ -46,7 +49,7 @@ async def _translate_lines(settings: Settings, lines: Iterable[str], source: str
     async def one(text: str) -> str:
         if not text.strip():
             return text
-        [result] = await service.translate([text], source, target, fmt)
+        [result] = await service.translate([text], source, target, fmt, guidance=guidance, tm=tm)
         return result.text
 
     try:
@@ -72,7 +75,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
     else:
         lines = _read_lines(sys.stdin)
     try:
-        asyncio.run(_translate_lines(settings, lines, args.source, args.target, args.format, sys.stdout))
+        asyncio.run(_translate_lines(settings, lines, args.source, args.target, args.format, sys.stdout,
+                                     guidance=guidance_from(args), tm=not args.no_tm))
     except (ModelStoreError, EngineConfigError, UnsupportedLanguage, DeadlineExceeded) as exc:
         return fail(exc)
     except KeyboardInterrupt:

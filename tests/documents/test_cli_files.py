@@ -91,3 +91,21 @@ def translate_file_help() -> str:
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         main(["translate-file", "--help"])
     return out.getvalue()
+
+
+def test_a_context_of_the_users_own_replaces_the_formats_default(tmp_path):
+    """`translate-file --context TEXT`: every segment's request carries it; without it, the format's own."""
+    from mtserve.documents.registry import SUBTITLES
+    from mtserve.engines.base import Guidance
+
+    source = tmp_path / "film.srt"
+    source.write_bytes(samples.SRT.encode())
+    contexts = []
+    for guidance in (None, Guidance(context="A cooking show: the host talks to the audience.")):
+        engine = SwapEngine()
+        engine.prompted = True  # an engine that puts guidance in its prompt, as llama.cpp's does
+        asyncio.run(translate_file(Settings(home=tmp_path), source, "zh", "en", tmp_path / "out.srt",
+                                   engine=engine, progress=False, guidance=guidance))
+        contexts.append({call.guidance.context for call in engine.calls})
+    assert contexts[0] == {SUBTITLES}
+    assert contexts[1] == {"A cooking show: the host talks to the audience."}
