@@ -146,7 +146,7 @@ def test_cjk_to_english_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
     first = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en"))
     retry = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en", strict=True))
     assert first["grammar"].startswith("root ::= [^") and retry["grammar"] == first["grammar"]
-    assert retry["messages"] != first["messages"]  # the strict prompt: a later system turn, the text fenced
+    assert retry["messages"][0]["content"] != first["messages"][0]["content"]  # the strict system prompt
     assert "grammar" not in engine.build_request(TranslationRequest("Peking opera.", "en", "zh"))
     assert script_grammar("en", "zh") is None and script_grammar("zh", "ja") is None
     assert script_grammar("zh", "en", (("京剧", "京剧"),)) is None  # a required term written in Han
