@@ -191,7 +191,7 @@ def install_body_schemas(app: FastAPI, models) -> None:
 
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     """Build the app. ``engine`` lets tests bring their own; by default the settings pick one."""
-    runtime = Runtime(settings, engine)
+    runtime = Runtime(settings, engine, serving=True)
     jobs = JobStore(settings, lambda: runtime.service)  # document jobs: /translate_file, /jobs
 
     @contextlib.asynccontextmanager

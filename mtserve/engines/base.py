@@ -185,6 +185,15 @@ class BatchingEngine(Engine, Protocol):
         """Translate the requests together; one result per request, in order."""
 
 
+@runtime_checkable
+class StrictWarmingEngine(Engine, Protocol):
+    """An engine whose strict retry has a prompt of its own, worth computing before ready (llama.cpp:
+    its prompt cache then brings it back for every later retry)."""
+
+    def warm_strict(self, pairs: list[tuple[str, str]]) -> None:
+        """Compute the strict retry's prompt of each (source, target) pair once."""
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What the loaded model serves, fixed when the engine is built.

@@ -179,6 +179,13 @@ class LlamaCppEngine:
         ``prompt_ms``, ``cache_n``) against decode (``predicted_n``, ``predicted_ms``)."""
         return getattr(self._local, "timings", None)
 
+    def warm_strict(self, pairs: list[tuple[str, str]]) -> None:
+        """Compute the strict retry's prompt of each pair in one slot (one token generated), so
+        llama.cpp's prompt cache keeps it for later retries (Runtime._warm_strict)."""
+        for source, target in pairs:
+            self._generate(TranslationRequest("你好。" if source in ("zh", "zt") else "Hello.", source, target,
+                                              strict=True, max_tokens=1), None, None)
+
     def build_request(self, request: TranslationRequest) -> dict[str, Any]:
         if request.transfer is not None:
             return self._transfer_request(request)

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 
-from mtserve.engines.base import Engine, ModelInfo
+from mtserve.engines.base import Engine, ModelInfo, StrictWarmingEngine
 from mtserve.engines.factory import create_engine
 from mtserve.service.access import AccessControl, KeyStore
 from mtserve.service.batcher import batcher_for
@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 
 
 class Runtime:
-    def __init__(self, settings: Settings, engine: Engine | None = None):
+    def __init__(self, settings: Settings, engine: Engine | None = None, serving: bool = False):
         self.settings = settings
+        self.serving = serving  # a long-lived server: worth warming the strict prompt (settings.warm_strict)
         self.metrics = Metrics()
         self.engine = engine if engine is not None else create_engine(settings)
         # What the API may know of the engine; valid while it loads or restarts.
@@ -89,6 +90,7 @@ class Runtime:
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.error("engine failed to load", extra={"event": "load_failed", "error": self.load_error})
             return
+        await self._warm_strict()
         scheduler = Scheduler(
             self.engine.translate,
             concurrency=self.engine.max_concurrency,
@@ -111,6 +113,28 @@ class Runtime:
             return
         self.metrics.ready.set(1)
         log.info("service ready", extra={"event": "ready", "model": self.model.model})
+
+    async def _warm_strict(self) -> None:
+        """Compute the strict retry's prompt of each pair of ``settings.warm_strict`` once, before
+        ready: it shares no prefix with the first attempt's, so a cold retry computes ~630 tokens in
+        the batch every slot decodes in, and they all wait for it. Computed once, llama.cpp's prompt
+        cache brings it back to whichever slot a later retry gets. A failure only costs that speed."""
+        engine = self.engine
+        if not (self.serving and self.settings.guardrails and isinstance(engine, StrictWarmingEngine)):
+            return
+        named = [part.strip().split(":", 1) for part in self.settings.warm_strict.split(",") if ":" in part]
+        pairs = [(source.strip(), target.strip()) for source, target in named
+                 if engine.supports(source.strip(), target.strip())]
+        if not pairs:
+            return
+        started = time.perf_counter()
+        try:
+            await asyncio.to_thread(engine.warm_strict, pairs)
+        except Exception as exc:
+            log.warning("strict prompt not warmed", extra={"event": "warm_failed", "error": str(exc)})
+            return
+        log.info("strict prompt warmed", extra={"event": "warmed", "pairs": ",".join(f"{s}:{t}" for s, t in pairs),
+                                                "seconds": round(time.perf_counter() - started, 1)})
 
     # --- recovery ---------------------------------------------------------------
     def _engine_dead(self, exc: Exception) -> None:
