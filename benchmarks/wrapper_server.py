@@ -12,15 +12,12 @@ service. (``mtserve bench --compare URL wrapper`` runs the same wrapper inside t
 import argparse
 
 import uvicorn
-import xllamacpp
 from fastapi import FastAPI, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
-from mtserve.bench.targets import WrapperTarget  # the in-process wrapper: the same prompt and bound
-from mtserve.engines.base import default_max_tokens
+from mtserve.bench.targets import WrapperTarget  # the in-process wrapper: the same server, prompt and bound
 from mtserve.settings import Settings
-from mtserve.text.languages import language_name
 
 
 class Request(BaseModel):
@@ -30,13 +27,8 @@ class Request(BaseModel):
 
 
 def build(model: str, threads: int, slots: int, ctx_per_slot: int) -> FastAPI:
-    params = xllamacpp.CommonParams()
-    params.model.path = model
-    params.n_parallel = slots
-    params.n_ctx = ctx_per_slot * slots
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
-    params.verbosity = -1
-    server = xllamacpp.Server(params)
+    server = WrapperTarget.llama_server(model, threads, slots, ctx_per_slot)
+    max_output_tokens = Settings.model_fields["max_output_tokens"].default
     app = FastAPI()
 
     @app.get("/health")
@@ -45,11 +37,7 @@ def build(model: str, threads: int, slots: int, ctx_per_slot: int) -> FastAPI:
 
     @app.post("/translate")
     async def translate(request: Request, response: Response) -> dict:
-        system = WrapperTarget.SYSTEM.format(source=language_name(request.source),
-                                             target=language_name(request.target))
-        body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": request.q}],
-                "temperature": 0, "top_k": 1,
-                "max_tokens": default_max_tokens(request.q, Settings.model_fields["max_output_tokens"].default)}
+        body = WrapperTarget.body(request.q, request.source, request.target, max_output_tokens)
         reply = await run_in_threadpool(server.handle_chat_completions, body)
         tokens = reply.get("usage", {}).get("completion_tokens", 0)  # the bench's tokens/s, as mtserve reports it
         response.headers["Server-Timing"] = f'segments;desc="1 segments, 0 cached, {tokens} tokens"'

@@ -355,19 +355,35 @@ class WrapperTarget:
         self._server: Any = None
         self._slots = max(1, settings.n_parallel)
 
-    def start(self) -> None:
+    @staticmethod
+    def llama_server(model_path: str, threads: int, slots: int, ctx_per_slot: int) -> Any:
+        """The llama.cpp server the wrapper runs (also benchmarks/wrapper_server.py's)."""
         import xllamacpp
 
+        params = xllamacpp.CommonParams()
+        params.model.path = model_path
+        params.n_parallel = slots
+        params.n_ctx = ctx_per_slot * slots
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+        params.verbosity = -1
+        return xllamacpp.Server(params)
+
+    @classmethod
+    def body(cls, text: str, source: str, target: str, max_output_tokens: int) -> dict:
+        """The one chat request per text: the one-line prompt, greedy, the service's token bound."""
+        from mtserve.engines.base import default_max_tokens
+        from mtserve.text.languages import language_name
+
+        system = cls.SYSTEM.format(source=language_name(source), target=language_name(target))
+        return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": text}],
+                "temperature": 0, "top_k": 1, "max_tokens": default_max_tokens(text, max_output_tokens)}
+
+    def start(self) -> None:
         from mtserve.engines.factory import create_engine
 
         engine = create_engine(self.settings)  # only to resolve the model file the same way; never loaded
-        params = xllamacpp.CommonParams()
-        params.model.path = str(engine.model_path)
-        params.n_parallel = self._slots
-        params.n_ctx = self.settings.ctx_per_slot * self._slots
-        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.settings.threads
-        params.verbosity = -1
-        self._server = xllamacpp.Server(params)
+        self._server = self.llama_server(str(engine.model_path), self.settings.threads, self._slots,
+                                   self.settings.ctx_per_slot)
 
     def stop(self) -> None:
         self._server = None
@@ -380,9 +396,6 @@ class WrapperTarget:
                 "n_parallel": self._slots, "prompt": self.SYSTEM, "pid": os.getpid()}
 
     def call(self, item: WorkItem, stream: bool = False) -> Reply:
-        from mtserve.engines.base import default_max_tokens
-        from mtserve.text.languages import language_name
-
         started = time.perf_counter()
         parts: list[str] = []
         first: list[float] = []
@@ -397,10 +410,8 @@ class WrapperTarget:
             usage.update(chunk.get("usage") or {})
             return False
 
-        system = self.SYSTEM.format(source=language_name(item.source), target=language_name(item.target))
-        body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": item.text}],
-                "temperature": 0, "top_k": 1, "stream": True, "stream_options": {"include_usage": True},
-                "max_tokens": default_max_tokens(item.text, self.settings.max_output_tokens)}
+        body = {**self.body(item.text, item.source, item.target, self.settings.max_output_tokens),
+                "stream": True, "stream_options": {"include_usage": True}}
         try:
             self._server.handle_chat_completions(body, on_chunk)
         except Exception as exc:

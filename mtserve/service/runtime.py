@@ -122,9 +122,9 @@ class Runtime:
         engine = self.engine
         if not (self.serving and self.settings.guardrails and isinstance(engine, StrictWarmingEngine)):
             return
-        named = [part.strip().split(":", 1) for part in self.settings.warm_strict.split(",") if ":" in part]
-        pairs = [(source.strip(), target.strip()) for source, target in named
-                 if engine.supports(source.strip(), target.strip())]
+        named = (part.split(":", 1) for part in self.settings.warm_strict.split(",") if ":" in part)
+        pairs = [(source, target) for source, target in ((s.strip(), t.strip()) for s, t in named)
+                 if engine.supports(source, target)]
         if not pairs:
             return
         started = time.perf_counter()
