@@ -107,7 +107,47 @@ def test_query_in_url_translates_on_load(page, live_server):
     assert metric_value(live_server, GENERATED_TOKENS) > generated_before
 
 
+GIT_BUTTON = "这是 Git 图形客户端里的一个按钮：把暂存的更改记录到仓库。"
+
+
+@pytest.mark.model
+def test_the_context_field_reaches_the_translation(page, live_server):
+    """The same word as a Git client's button: the context makes it "commit", not a form's "submit"."""
+    open_ui(page, live_server, "?source=zh&target=en")
+    page.fill("#context-text", GIT_BUTTON)
+    page.fill("#source-text", "提交")
+    page.wait_for_function(TRANSLATION_FINISHED, timeout=MODEL_TIMEOUT_MS)
+    translation = page.text_content("#target-text").strip()
+    assert "commit" in translation.lower(), translation
+    assert "git" not in translation.lower(), f"the context was translated too: {translation!r}"
+
+
 # ------------------------------------------------- page logic, faked answers
+
+
+def test_the_context_is_sent_kept_in_the_url_and_retranslates(page, ui_server):
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if "/translate" in r.url else None)
+    open_ui(page, ui_server, "?source=zh&target=en")
+
+    page.fill("#source-text", "测试")
+    page.wait_for_function(TRANSLATION_FINISHED)
+    assert bodies and "context" not in bodies[-1]  # no context field: the request is as it always was
+
+    with page.expect_request(lambda r: "/translate" in r.url):  # a new context translates again
+        page.fill("#context-text", "  A button label  ")
+    page.wait_for_function(TRANSLATION_FINISHED)
+    assert bodies[-1]["context"] == "A button label" and bodies[-1]["q"] == "测试"
+    page.wait_for_function("() => new URLSearchParams(location.search).get('context') !== null")
+    assert query_params(page.url)["context"] == "A button label"
+
+    sent = len(bodies)
+    open_ui(page, ui_server, "?" + urllib.parse.urlencode({"source": "zh", "target": "en", "q": "测试",
+                                                           "context": "A menu item"}))
+    assert page.input_value("#context-text") == "A menu item"
+    page.wait_for_function(TRANSLATION_FINISHED)
+    assert len(bodies) > sent and bodies[-1]["context"] == "A menu item"
+
 
 
 def test_server_error_is_shown_then_cleared(page, ui_server):

@@ -29,6 +29,7 @@
     hint: $('shortcut-hint'),
     apiKeyRow: $('api-key-row'),
     apiKey: $('api-key'),
+    context: $('context-text'),
     announcer: $('announcer'),
   };
 
@@ -164,6 +165,8 @@
     params.set('target', els.targetLang.value);
     const q = els.sourceText.value;
     if (q) params.set('q', q); else params.delete('q');
+    const context = els.context.value.trim();
+    if (context) params.set('context', context); else params.delete('context');
     const qs = params.toString();
     const url = `${location.pathname}${qs ? `?${qs}` : ''}${location.hash}`;
     try {
@@ -322,6 +325,8 @@
     const body = { q, source, target, format: 'text' };
     const key = els.apiKey.value.trim();
     if (key) body.api_key = key;
+    const context = els.context.value.trim();
+    if (context) body.context = context; // DeepL's field: informs the translation, is not translated
     return JSON.stringify(body);
   }
 
@@ -369,7 +374,7 @@
     }
     clearError('limit');
 
-    const key = JSON.stringify([q, source, target, els.apiKey.value.trim()]);
+    const key = JSON.stringify([q, source, target, els.apiKey.value.trim(), els.context.value.trim()]);
     if (!force && key === state.lastKey) {
       els.targetText.classList.remove('stale');
       return;
@@ -473,6 +478,13 @@
     syncUrlSoon();
     if (!els.sourceText.value.trim()) { resetOutput(); return; }
     if (!over) clearError('limit');
+    if (els.targetText.textContent) els.targetText.classList.add('stale');
+    scheduleTranslate();
+  }
+
+  function onContextInput() {
+    syncUrlSoon();
+    if (!els.sourceText.value.trim()) return;
     if (els.targetText.textContent) els.targetText.classList.add('stale');
     scheduleTranslate();
   }
@@ -593,6 +605,8 @@
     const params = new URLSearchParams(location.search);
     const urlQ = params.get('q');
     if (urlQ) els.sourceText.value = urlQ;
+    const urlContext = params.get('context');
+    if (urlContext) els.context.value = urlContext;
     updateCounter();
 
     const [settingsResult, langsResult] = await Promise.allSettled([
@@ -668,6 +682,7 @@
   }
 
   els.sourceText.addEventListener('input', onInput);
+  els.context.addEventListener('input', onContextInput);
   els.sourceLang.addEventListener('change', onSourceLangChange);
   els.targetLang.addEventListener('change', onTargetLangChange);
   els.swap.addEventListener('click', swap);
