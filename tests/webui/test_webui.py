@@ -149,7 +149,6 @@ def test_the_context_is_sent_kept_in_the_url_and_retranslates(page, ui_server):
     assert len(bodies) > sent and bodies[-1]["context"] == "A menu item"
 
 
-
 def test_server_error_is_shown_then_cleared(page, ui_server):
     page.route("**/translate/stream", lambda route: route.fulfill(
         status=400, content_type="application/json", body=json.dumps({"error": "boom"})))

@@ -482,13 +482,6 @@
     scheduleTranslate();
   }
 
-  function onContextInput() {
-    syncUrlSoon();
-    if (!els.sourceText.value.trim()) return;
-    if (els.targetText.textContent) els.targetText.classList.add('stale');
-    scheduleTranslate();
-  }
-
   function onSourceLangChange() {
     if (els.sourceLang.value !== 'auto') clearDetected();
     else updateSwapState();
@@ -682,7 +675,7 @@
   }
 
   els.sourceText.addEventListener('input', onInput);
-  els.context.addEventListener('input', onContextInput);
+  els.context.addEventListener('input', onInput); // a new context is a new request
   els.sourceLang.addEventListener('change', onSourceLangChange);
   els.targetLang.addEventListener('change', onTargetLangChange);
   els.swap.addEventListener('click', swap);
