@@ -39,3 +39,6 @@ echo "== wrapper: mtserve bench --compare $URL $B --concurrency ${CLIENTS:-8} --
 .venv/bin/mtserve bench --model "$MODEL" --threads "$THREADS" --no-progress --out "$OUT/wrapper" --markdown \
   --compare "$URL" "$B" --concurrency "${CLIENTS:-8}" --requests "$N" --rounds "${ROUNDS:-4}" \
   --label "$MODEL: mtserve over HTTP vs a bare llama.cpp wrapper with a one-line prompt" | tee -a "$OUT/wrapper.txt"
+# What the server did besides translating once (strict retries by problem, markup retries): the run's figures
+# are read against these.
+curl -sf "$URL/metrics" | grep -E '^mtserve_(guardrail|markup)_[a-z_]*total' >"$OUT/server-metrics.txt" || true
