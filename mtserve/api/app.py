@@ -27,6 +27,7 @@ from mtserve.api.tm import IMPORT_PATHS as TM_IMPORT_PATHS
 from mtserve.api.tm import router as tm_router
 from mtserve.documents.jobs import JobStore
 from mtserve.engines.base import Engine
+from mtserve.service.metrics import watch_event_loop
 from mtserve.service.runtime import Runtime
 from mtserve.settings import Settings
 from mtserve.webui import STATIC_DIR
@@ -196,13 +197,17 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        await runtime.start()
-        await jobs.start()
+        watcher = asyncio.create_task(watch_event_loop(runtime.metrics.event_loop_lag))
         try:
-            yield
+            await runtime.start()
+            await jobs.start()
+            try:
+                yield
+            finally:
+                await jobs.stop()
+                await runtime.stop()
         finally:
-            await jobs.stop()
-            await runtime.stop()
+            watcher.cancel()
 
     # /docs and /redoc serve Swagger UI and ReDoc from mtserve itself (no CDN: it runs offline).
     app = FastAPIOffline(

@@ -7,9 +7,13 @@ never inside the decode loop.
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
+LOOP_LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
 class Metrics:
@@ -85,4 +89,24 @@ class Metrics:
         self.inputs_repaired = Counter(
             "mtserve_inputs_repaired", "Texts whose mojibake (UTF-8 read as Latin-1 or cp1252) was repaired "
             "before detection and translation.", registry=r)
+        self.event_loop_lag = Histogram(
+            "mtserve_event_loop_lag_seconds", "How late the event loop ran a timer (every "
+            "LOOP_LAG_EVERY_S): how long any request, /health/live included, waited for the loop while it "
+            "ran other work or waited for the GIL.", buckets=LOOP_LAG_BUCKETS, registry=r)
         self.ready = Gauge("mtserve_ready", "1 when the model is loaded and serving.", registry=r)
+
+
+LOOP_LAG_EVERY_S = 0.1
+
+
+async def watch_event_loop(lag: Histogram, every_s: float = LOOP_LAG_EVERY_S) -> None:
+    """Observe how late each timer fires, until cancelled.
+
+    The loop answers every HTTP request; work that holds it (or a thread that holds the GIL)
+    delays them all. Seen from inside, that delay is the server's own, whatever the machine's
+    other processes do to a client's round trip.
+    """
+    while True:
+        due = time.perf_counter() + every_s
+        await asyncio.sleep(every_s)
+        lag.observe(max(0.0, time.perf_counter() - due))

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 from mtserve.service import translator
+from mtserve.service.metrics import Metrics, watch_event_loop
 from mtserve.service.translator import OFF_LOOP_CHARS, Usage
 from tests.fakes import FakeEngine
 from tests.quality.helpers import service_for
@@ -76,3 +78,23 @@ def test_with_a_translation_memory_for_the_pair_even_a_short_text_is_planned_off
     loop_thread = asyncio.run(main())
     assert len(threads) == 3
     assert threads[0] != loop_thread and threads[1] == loop_thread and threads[2] == loop_thread
+
+
+def test_the_loop_lag_watcher_sees_work_that_holds_the_loop() -> None:
+    """mtserve_event_loop_lag_seconds: a callback that holds the loop for 0.3 s shows as one late timer."""
+    lag = Metrics().event_loop_lag
+
+    async def main() -> None:
+        watcher = asyncio.create_task(watch_event_loop(lag, every_s=0.01))
+        await asyncio.sleep(0.05)  # a few timely checks first
+        time.sleep(0.3)  # holds the loop, as planning megabytes on it would
+        await asyncio.sleep(0.05)
+        watcher.cancel()
+
+    asyncio.run(main())
+    samples = lag.collect()[0].samples
+    bucket = {s.labels["le"]: s.value for s in samples if s.name.endswith("_bucket")}
+    total = next(s.value for s in samples if s.name.endswith("_sum"))
+    assert bucket["+Inf"] > 3  # the timely checks and the late one
+    assert bucket["+Inf"] - bucket["0.1"] == 1  # exactly the held one was late by over 0.1 s
+    assert total >= 0.25
