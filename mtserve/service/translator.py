@@ -57,7 +57,7 @@ from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
 from mtserve.service.tm import ALL_OWNERS, TranslationMemory
 from mtserve.settings import Settings
-from mtserve.text import chinese, markup
+from mtserve.text import abandon, chinese, markup
 from mtserve.text.cleanup import clean_translation, strip_special_tokens
 from mtserve.text.detect import Detection, LanguageDetector
 from mtserve.text.encoding import repair_mojibake
@@ -556,6 +556,7 @@ class TranslationService:
                 return whole
         segments: list[_Segment] = []
         for segment, gap in zip(plan.segments, plan.gaps):
+            abandon.check()
             item = _Segment(gap, source=source, entries=entries, guidance=guidance)
             segments.append(item)
             if not has_words(markup.strip_tags(segment) if fmt != "text" else segment):
@@ -942,5 +943,10 @@ class TranslationService:
 async def _off_loop(chars: int, work: Callable, *args):
     """``work(*args)``, in a worker thread when it reads more than OFF_LOOP_CHARS of text."""
     if chars > OFF_LOOP_CHARS:
-        return await asyncio.to_thread(work, *args)
+        with abandon.stoppable() as stop:
+            try:
+                return await asyncio.to_thread(work, *args)
+            except asyncio.CancelledError:
+                stop.set()  # the thread runs on to its next abandon.check(), then ends
+                raise
     return work(*args)

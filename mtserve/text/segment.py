@@ -13,6 +13,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
+from mtserve.text import abandon
+
 # Han ideographs, kana, CJK punctuation and fullwidth forms (not U+3000, a space).
 _CJK_CLASS = (
     "\u3001-\u303f\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -166,6 +168,7 @@ def _add_line(pieces: list[Piece], line: str, cjk: bool, max_chars: int, budget:
     if budget > 0:
         sentences = _grouped(_units(sentences, whole) if whole else sentences, budget)
     for sentence in sentences:
+        abandon.check()
         for chunk in _fit(sentence, max_chars, 0):
             core = chunk.strip()
             if not core:

@@ -5,12 +5,14 @@ text stays on the loop. The answer and the usage are the same either way."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 
 from mtserve.service import translator
 from mtserve.service.metrics import Metrics, watch_event_loop
 from mtserve.service.translator import OFF_LOOP_CHARS, Usage
+from mtserve.text import abandon
 from tests.fakes import FakeEngine
 from tests.quality.helpers import service_for
 
@@ -98,3 +100,38 @@ def test_the_loop_lag_watcher_sees_work_that_holds_the_loop() -> None:
     assert bucket["+Inf"] > 3  # the timely checks and the late one
     assert bucket["+Inf"] - bucket["0.1"] == 1  # exactly the held one was late by over 0.1 s
     assert total >= 0.25
+
+
+def test_planning_stops_when_its_request_is_cancelled(tmp_path, monkeypatch) -> None:
+    """A deleted job's or a gone client's text is not cut to the end in a thread nobody waits for."""
+    started, ended = threading.Event(), threading.Event()
+    outcome: list[str] = []
+    split_text = translator.split_text
+
+    def spy(*args, **kwargs):
+        started.set()
+        try:
+            pieces = split_text(*args, **kwargs)
+        except abandon.Abandoned:
+            outcome.append("abandoned")
+            raise
+        else:
+            outcome.append("finished")
+            return pieces
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(translator, "split_text", spy)
+    huge = "a b\n" * 500_000  # seconds of cutting: a subtitle cue as tests/hostile/files.py sends one
+
+    async def main() -> None:
+        async with service_for(FakeEngine(), tmp_path) as service:
+            task = asyncio.create_task(service.translate([huge], "en", "zh"))
+            await asyncio.to_thread(started.wait, 30)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            assert await asyncio.to_thread(ended.wait, 30)
+
+    asyncio.run(main())
+    assert outcome == ["abandoned"]
