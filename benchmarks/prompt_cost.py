@@ -1,0 +1,152 @@
+"""What each part of mtserve's prompt costs in the engine alone: no HTTP, no service, one llama.cpp.
+
+    python benchmarks/prompt_cost.py [--model qwen2.5-coder-0.5b-instruct-q4_k_m] [--requests 32]
+        [--rounds 4] [--clients 8] [--variants wrapper,mtserve,no-grammar,no-examples]
+
+One xllamacpp server (the wrapper's: ``WrapperTarget.llama_server``, the server's slots and
+threads) takes every variant's requests, so the only difference is the request body:
+
+- ``wrapper``: the bare wrapper's one-line prompt (``WrapperTarget.body``), what issue 18 compares with;
+- ``mtserve``: the body mtserve's engine builds for the sentence (``LlamaCppEngine.build_request``):
+  system prompt, fixed few-shot examples, the script grammar;
+- ``no-grammar``: that body without the grammar;
+- ``no-examples``: that body with the system prompt and the sentence only (and the grammar).
+
+``--clients`` threads call the server in a closed loop over the same short HSK sentences for each
+variant; the variants take turns, round by round, and each round starts with one untimed request
+per slot, so every variant finds its own prefix in the slots. The figures are requests/s, tokens
+per request, and llama.cpp's own timings (prompt tokens computed and taken from the cache, ms per
+generated token). Run it on a quiet machine: it is one process on every core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mtserve.bench.targets import WrapperTarget  # noqa: E402
+from mtserve.bench.workloads import short_sentences  # noqa: E402
+from mtserve.engines.base import TranslationRequest  # noqa: E402
+from mtserve.engines.factory import create_engine  # noqa: E402
+from mtserve.settings import Settings  # noqa: E402
+
+VARIANTS = ("wrapper", "mtserve", "no-grammar", "no-examples")
+
+
+def bodies(variant: str, texts: list[str], settings: Settings) -> list[dict]:
+    engine = create_engine(settings)  # builds requests only; never loaded
+    out = []
+    for text in texts:
+        if variant == "wrapper":
+            body = {**WrapperTarget.body(text, "zh", "en", settings.max_output_tokens),
+                    "stream": True, "stream_options": {"include_usage": True}}
+        else:
+            body = engine.build_request(TranslationRequest(text=text, source="zh", target="en"))
+            if variant == "no-grammar":
+                body.pop("grammar", None)
+            elif variant == "no-examples":
+                system = [m for m in body["messages"] if m["role"] == "system"]
+                body["messages"] = system + body["messages"][-1:]
+        out.append(body)
+    return out
+
+
+def call(server, body: dict) -> dict:
+    state: dict = {"tokens": 0}
+
+    def on_chunk(chunk: dict) -> bool:
+        if chunk.get("usage"):
+            state["tokens"] = chunk["usage"].get("completion_tokens", 0)
+        if chunk.get("timings"):
+            state["timings"] = chunk["timings"]
+        return False
+
+    server.handle_chat_completions(body, on_chunk)
+    return state
+
+
+def closed_loop(server, requests: list[dict], clients: int) -> tuple[float, list[dict]]:
+    pending = list(reversed(requests))
+    lock = threading.Lock()
+    results: list[dict] = []
+
+    def client() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                body = pending.pop()
+            state = call(server, body)
+            with lock:
+                results.append(state)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct-q4_k_m")
+    parser.add_argument("--requests", type=int, default=32, help="sentences per variant and round")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    if unknown := set(variants) - set(VARIANTS):
+        parser.error(f"unknown variants {sorted(unknown)}; use {', '.join(VARIANTS)}")
+    settings = Settings(model=args.model)
+    texts, origin = short_sentences(limit=args.requests * args.rounds)
+    engine = create_engine(settings)
+    server = WrapperTarget.llama_server(str(engine.model_path), settings.threads, settings.n_parallel,
+                                        settings.ctx_per_slot)
+    print(f"{args.model}, {settings.threads} threads, {settings.n_parallel} slots, {args.clients} clients, "
+          f"{args.requests} sentences a round ({origin})")
+    figures: dict[str, dict[str, list[float]]] = {v: {"wall": [], "n": [], "tokens": [], "prompt": [],
+                                                      "cached": [], "ms_per_token": []} for v in variants}
+    for round_ in range(args.rounds):
+        chunk = texts[round_ * args.requests:(round_ + 1) * args.requests]
+        for variant in variants:
+            requests = bodies(variant, chunk, settings)
+            closed_loop(server, requests[:settings.n_parallel], settings.n_parallel)  # untimed: the prefix
+            wall, results = closed_loop(server, requests, args.clients)
+            f = figures[variant]
+            f["wall"].append(wall)
+            f["n"].append(len(results))
+            f["tokens"] += [r["tokens"] for r in results]
+            for r in results:
+                t = r.get("timings") or {}
+                f["prompt"].append(t.get("prompt_n", 0))
+                f["cached"].append(t.get("cache_n", 0))
+                if t.get("predicted_per_token_ms"):
+                    f["ms_per_token"].append(t["predicted_per_token_ms"])
+            print(f"round {round_ + 1} {variant:12} {len(results) / wall:.3f} req/s", flush=True)
+    base = sum(figures[variants[0]]["n"]) / sum(figures[variants[0]]["wall"])
+    print(f"\n| variant | req/s | vs {variants[0]} | per round | tokens/request | prompt tokens computed "
+          "| from cache | ms per generated token |")
+    print("|---|---|---|---|---|---|---|---|")
+    for variant in variants:
+        f = figures[variant]
+        rps = sum(f["n"]) / sum(f["wall"])
+        per_round = ", ".join(f"{n / w / (b_n / b_w):.2f}" for n, w, b_n, b_w in
+                              zip(f["n"], f["wall"], figures[variants[0]]["n"], figures[variants[0]]["wall"]))
+        print(f"| {variant} | {rps:.3f} | {rps / base:.3f}× | {per_round} | {statistics.mean(f['tokens']):.2f} "
+              f"| {statistics.mean(f['prompt']):.1f} | {statistics.mean(f['cached']):.1f} "
+              f"| {statistics.mean(f['ms_per_token'] or [0]):.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

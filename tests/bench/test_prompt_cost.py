@@ -1,0 +1,37 @@
+"""benchmarks/prompt_cost.py's variants differ from mtserve's request by exactly what they are named for."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from mtserve.settings import Settings
+
+pytestmark = pytest.mark.model  # the model file names the prompt family; it is not loaded
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "prompt_cost.py"
+
+
+def _prompt_cost():
+    spec = importlib.util.spec_from_file_location("prompt_cost", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_variant_drops_only_its_part(model_path):
+    prompt_cost = _prompt_cost()
+    settings = Settings(model=str(model_path))
+    texts = ["我喜欢猫。"]
+    [full] = prompt_cost.bodies("mtserve", texts, settings)
+    [no_grammar] = prompt_cost.bodies("no-grammar", texts, settings)
+    [no_examples] = prompt_cost.bodies("no-examples", texts, settings)
+    [wrapper] = prompt_cost.bodies("wrapper", texts, settings)
+    assert "grammar" in full and len(full["messages"]) > 3  # system, the fixed examples' turns, the sentence
+    assert no_grammar == {key: value for key, value in full.items() if key != "grammar"}
+    assert no_examples["messages"] == [full["messages"][0], full["messages"][-1]]
+    assert no_examples["grammar"] == full["grammar"]
+    assert "我喜欢猫。" in full["messages"][-1]["content"] and "我喜欢猫。" in wrapper["messages"][-1]["content"]
+    assert [m["role"] for m in wrapper["messages"]] == ["system", "user"] and "grammar" not in wrapper
