@@ -23,8 +23,8 @@ from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
 from mtserve.text.segment import count_sentences
 
 # Worst first: a loop wastes the most and is the least usable.
-KINDS = ("runaway", "repetition", "refusal", "untranslated", "identical", "explanation", "answer", "glossary",
-         "dropped")
+KINDS = ("runaway", "repetition", "refusal", "context", "untranslated", "identical", "explanation", "answer",
+         "glossary", "dropped")
 
 IDEOGRAPHIC = IDEOGRAPHIC_SCRIPTS  # one character is about one word
 SAME_LANGUAGE_PAIRS = ({"zh", "zt"},)
@@ -176,6 +176,28 @@ def _answer(source: str, output: str) -> Problem | None:
     return None
 
 
+CONTEXT_ECHO_WORDS = 4  # an output this long that is part of the request's context restates it
+CONTEXT_ECHO_SIMILARITY = 90  # rapidfuzz partial_ratio of the output within the context
+
+
+def _restated_context(output: str, context: str) -> Problem | None:
+    """The output is (nearly) a piece of the request's context: the model took the context for the text.
+
+    Seen with the 1.5B on the software set: 已翻译 ("Translated"), sent with the catalog's context
+    line, came back as "These are user-interface strings of a software application".
+    """
+    if not context.strip():
+        return None
+    spoken = " ".join(re.findall(r"\w+", output.casefold()))
+    if len(spoken.split()) < CONTEXT_ECHO_WORDS:
+        return None
+    from rapidfuzz import fuzz
+
+    if fuzz.partial_ratio(spoken, " ".join(re.findall(r"\w+", context.casefold()))) >= CONTEXT_ECHO_SIMILARITY:
+        return Problem("context", "the output restates the request's context instead of translating the text")
+    return None
+
+
 def _lines(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.strip())
 
@@ -196,10 +218,12 @@ def _missing_terms(output: str, glossary: Mapping[str, str] | None) -> Problem |
 
 
 def check(source: str, output: str, source_lang: str, target_lang: str, *,
-          glossary: Mapping[str, str] | None = None, finish_reason: str = "stop") -> Problem | None:
+          glossary: Mapping[str, str] | None = None, finish_reason: str = "stop",
+          context: str = "") -> Problem | None:
     """The worst problem of a cleaned ``output`` for ``source``, or None if it looks like a translation.
 
-    ``glossary`` holds only the entries whose term occurs in ``source``.
+    ``glossary`` holds only the entries whose term occurs in ``source``; ``context`` is the
+    request's context (informs the translation, is not translated).
     """
     if not output.strip():
         return Problem("untranslated", "the output is empty") if source.strip() else None
@@ -209,6 +233,7 @@ def check(source: str, output: str, source_lang: str, target_lang: str, *,
         _runaway(source, output, finish_reason)
         or _repetition(source, output)
         or _refusal(source, output)
+        or _restated_context(output, context)
         or _identical(source, output, source_lang, target_lang, glossary)
         or _untranslated(source, output, source_lang, target_lang, glossary)
         or _explanation(source, output)
@@ -245,7 +270,8 @@ def substitute_terms(text: str, glossary: Mapping[str, str]) -> str:
 
 
 def retry_request(request: TranslationRequest, problem: Problem) -> TranslationRequest:
-    """The one retry: the stricter prompt, greedy; a missed term is put into the source itself.
+    """The one retry: the stricter prompt, greedy; a missed term is put into the source itself, and
+    a context the model restated is left out.
 
     (Showing the model its rejected answer and asking for a repair was tried on the HSK dev
     set: it fixed none of the leftover words the fresh strict prompt fixes.)
@@ -253,7 +279,10 @@ def retry_request(request: TranslationRequest, problem: Problem) -> TranslationR
     text = request.text
     if problem.kind == "glossary" and request.glossary:
         text = substitute_terms(text, dict(request.glossary))
-    return replace(request, text=text, strict=True, temperature=0.0, seed=None)
+    guidance = request.guidance
+    if problem.kind == "context":
+        guidance = replace(guidance, context="")
+    return replace(request, text=text, strict=True, temperature=0.0, seed=None, guidance=guidance)
 
 
 # Outputs that are no translation at all; any other answer beats them.

@@ -70,7 +70,8 @@ class Metrics:
         )
         self.guardrail_retries = Counter(
             "mtserve_guardrail_retries", "Segments retried with the strict prompt, by the problem found "
-            "(untranslated, identical, runaway, repetition, explanation, glossary).", ["reason"], registry=r,
+            "(untranslated, identical, runaway, repetition, refusal, context, explanation, answer, glossary).",
+            ["reason"], registry=r,
         )
         self.guardrail_unresolved = Counter(
             "mtserve_guardrail_unresolved", "Retried segments whose output still had a problem, by problem.",

@@ -453,8 +453,10 @@ class TranslationService:
         cleaned = clean_translation(outcome.result.text, request.text)
         if guard and self.guarded:
             glossary = dict(request.glossary)
+            context = request.guidance.context
             problem = guardrails.check(request.text, cleaned, request.source, request.target,
-                                       glossary=glossary, finish_reason=outcome.result.finish_reason)
+                                       glossary=glossary, finish_reason=outcome.result.finish_reason,
+                                       context=context)
             if problem is not None:
                 self.metrics.guardrail_retries.labels(reason=problem.kind).inc()
                 log.info("guardrail retry", extra={"event": "guardrail_retry", "reason": problem.kind,
@@ -464,7 +466,8 @@ class TranslationService:
                 self._account(usage, retried)
                 second = clean_translation(retried.result.text, request.text)
                 second_problem = guardrails.check(request.text, second, request.source, request.target,
-                                                  glossary=glossary, finish_reason=retried.result.finish_reason)
+                                                  glossary=glossary, finish_reason=retried.result.finish_reason,
+                                                  context=context)
                 cleaned, unresolved = guardrails.choose(cleaned, problem, second, second_problem)
                 if unresolved:
                     self.metrics.guardrail_unresolved.labels(reason=(second_problem or problem).kind).inc()
@@ -842,7 +845,8 @@ class TranslationService:
                 key = guardrails._normal(candidate)
                 if not key or key in seen or len(distinct) >= count:
                     continue
-                rejected = self.guarded and guardrails.check(text, candidate, source, target, glossary=terms)
+                rejected = self.guarded and guardrails.check(text, candidate, source, target, glossary=terms,
+                                                                  context=guidance.context)
                 if rejected:
                     continue
                 seen.add(key)

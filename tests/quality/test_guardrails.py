@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from mtserve.engines.base import TranslationRequest
+from mtserve.engines.base import Guidance, TranslationRequest
 from mtserve.service.guardrails import Problem, check, choose, retry_request, substitute_terms
 from tests.quality.helpers import ScriptedEngine, counter, service_for
 
@@ -164,3 +164,40 @@ def test_an_unknown_script_grammar_mode_is_refused(tmp_path):
 
     with pytest.raises(EngineError, match="script_grammar"):
         _llamacpp(tmp_path, script_grammar="sometimes")
+
+
+UI_CONTEXT = "These are user-interface strings of a software application."
+
+
+@pytest.mark.parametrize("source, output, kind", [
+    # seen with the 1.5B on the software set: the context line came back for 已翻译 ("Translated")
+    ("已翻译", "These are user-interface strings of a software application", "context"),
+    ("已翻译", "These are user interface strings.", "context"),
+    ("已翻译", "Translated", None),  # the translation
+    ("用户界面字符串", "User-interface strings", None),  # three words of the context are a label, not an echo
+    ("这是一个软件应用程序。", "This is a software application.", None),  # not a piece of the context
+])
+def test_an_output_that_restates_the_context_is_caught(source, output, kind):
+    problem = check(source, output, "zh", "en", context=UI_CONTEXT)
+    assert (problem.kind if problem else None) == kind, problem
+    assert check(source, output, "zh", "en") is None  # without a context there is nothing to restate
+
+
+def test_the_service_retries_a_restated_context_without_the_context(tmp_path):
+    def script(request):
+        if request.guidance.context:
+            return UI_CONTEXT  # what the model did with the context in the prompt
+        return "Translated"
+
+    engine = ScriptedEngine(script)
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            [result] = await service.translate(["已翻译"], "zh", "en", guidance=Guidance(context=UI_CONTEXT))
+            return service, result
+
+    service, result = asyncio.run(main())
+    assert result.text == "Translated"
+    assert [(c.strict, c.guidance.context) for c in engine.calls] == [(False, UI_CONTEXT), (True, "")]
+    assert counter(service, "mtserve_guardrail_retries_total", reason="context") == 1
+    assert counter(service, "mtserve_guardrail_unresolved_total", reason="context") == 0
