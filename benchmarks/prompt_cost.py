@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,17 +35,18 @@ from mtserve.bench.targets import WrapperTarget  # noqa: E402
 from mtserve.bench.workloads import short_sentences  # noqa: E402
 from mtserve.engines.base import TranslationRequest  # noqa: E402
 from mtserve.engines.factory import create_engine  # noqa: E402
+from mtserve.engines.llamacpp import LlamaCppEngine  # noqa: E402
 from mtserve.settings import Settings  # noqa: E402
 
 VARIANTS = ("wrapper", "mtserve", "no-grammar", "no-examples")
 
 
-def bodies(variant: str, texts: list[str], settings: Settings) -> list[dict]:
-    engine = create_engine(settings)  # builds requests only; never loaded
+def bodies(variant: str, texts: list[str], engine: LlamaCppEngine, max_output_tokens: int) -> list[dict]:
+    """``engine`` (never loaded) builds mtserve's requests."""
     out = []
     for text in texts:
         if variant == "wrapper":
-            body = {**WrapperTarget.body(text, "zh", "en", settings.max_output_tokens),
+            body = {**WrapperTarget.body(text, "zh", "en", max_output_tokens),
                     "stream": True, "stream_options": {"include_usage": True}}
         else:
             body = engine.build_request(TranslationRequest(text=text, source="zh", target="en"))
@@ -73,26 +74,10 @@ def call(server, body: dict) -> dict:
 
 
 def closed_loop(server, requests: list[dict], clients: int) -> tuple[float, list[dict]]:
-    pending = list(reversed(requests))
-    lock = threading.Lock()
-    results: list[dict] = []
-
-    def client() -> None:
-        while True:
-            with lock:
-                if not pending:
-                    return
-                body = pending.pop()
-            state = call(server, body)
-            with lock:
-                results.append(state)
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
+    """Each of ``clients`` threads sends its next request as soon as its last one is answered."""
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with ThreadPoolExecutor(clients) as pool:
+        results = list(pool.map(lambda body: call(server, body), requests))
     return time.perf_counter() - started, results
 
 
@@ -109,7 +94,7 @@ def main() -> int:
         parser.error(f"unknown variants {sorted(unknown)}; use {', '.join(VARIANTS)}")
     settings = Settings(model=args.model)
     texts, origin = short_sentences(limit=args.requests * args.rounds)
-    engine = create_engine(settings)
+    engine = create_engine(settings)  # resolves the model file and builds mtserve's requests; never loaded
     server = WrapperTarget.llama_server(str(engine.model_path), settings.threads, settings.n_parallel,
                                         settings.ctx_per_slot)
     print(f"{args.model}, {settings.threads} threads, {settings.n_parallel} slots, {args.clients} clients, "
@@ -119,7 +104,7 @@ def main() -> int:
     for round_ in range(args.rounds):
         chunk = texts[round_ * args.requests:(round_ + 1) * args.requests]
         for variant in variants:
-            requests = bodies(variant, chunk, settings)
+            requests = bodies(variant, chunk, engine, settings.max_output_tokens)
             closed_loop(server, requests[:settings.n_parallel], settings.n_parallel)  # untimed: the prefix
             wall, results = closed_loop(server, requests, args.clients)
             f = figures[variant]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mtserve.engines.factory import create_engine
 from mtserve.settings import Settings
 
 pytestmark = pytest.mark.model  # the model file names the prompt family; it is not loaded
@@ -24,11 +25,11 @@ def _prompt_cost():
 def test_each_variant_drops_only_its_part(model_path):
     prompt_cost = _prompt_cost()
     settings = Settings(model=str(model_path))
-    texts = ["我喜欢猫。"]
-    [full] = prompt_cost.bodies("mtserve", texts, settings)
-    [no_grammar] = prompt_cost.bodies("no-grammar", texts, settings)
-    [no_examples] = prompt_cost.bodies("no-examples", texts, settings)
-    [wrapper] = prompt_cost.bodies("wrapper", texts, settings)
+    engine, texts = create_engine(settings), ["我喜欢猫。"]
+    [full] = prompt_cost.bodies("mtserve", texts, engine, settings.max_output_tokens)
+    [no_grammar] = prompt_cost.bodies("no-grammar", texts, engine, settings.max_output_tokens)
+    [no_examples] = prompt_cost.bodies("no-examples", texts, engine, settings.max_output_tokens)
+    [wrapper] = prompt_cost.bodies("wrapper", texts, engine, settings.max_output_tokens)
     assert "grammar" in full and len(full["messages"]) > 3  # system, the fixed examples' turns, the sentence
     assert no_grammar == {key: value for key, value in full.items() if key != "grammar"}
     assert no_examples["messages"] == [full["messages"][0], full["messages"][-1]]
