@@ -2,6 +2,7 @@
 
     python benchmarks/prompt_cost.py [--model qwen2.5-coder-0.5b-instruct-q4_k_m] [--requests 32]
         [--rounds 4] [--clients 8] [--variants wrapper,mtserve,no-grammar,no-examples]
+        [--set flash_attn_type=0 --set cache_type_k=8]   # llama.cpp params of the shared server
 
 One xllamacpp server (the wrapper's: ``WrapperTarget.llama_server``, the server's slots and
 threads) takes every variant's requests, so the only difference is the request body:
@@ -16,7 +17,9 @@ threads) takes every variant's requests, so the only difference is the request b
 variant; the variants take turns, round by round, and each round starts with one untimed request
 per slot, so every variant finds its own prefix in the slots. The figures are requests/s, tokens
 per request, and llama.cpp's own timings (prompt tokens computed and taken from the cache, ms per
-generated token). Run it on a quiet machine: it is one process on every core.
+generated token). Run it on a quiet machine: it is one process on every core. ``--set`` changes the
+one server for every variant, so it shows whether a setting shrinks the prompt's share; whether it
+makes either faster needs runs with and without it, one after the other.
 """
 
 from __future__ import annotations
@@ -88,7 +91,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--set", action="append", default=[], metavar="PARAM=INT",
+                        help="a llama.cpp param of the server by dotted path (enums by number)")
     args = parser.parse_args()
+    try:
+        overrides = {key: int(value) for key, value in (item.split("=", 1) for item in args.set)}
+    except ValueError:
+        parser.error("--set takes PARAM=INT, for example flash_attn_type=0")
     variants = [v for v in args.variants.split(",") if v]
     if unknown := set(variants) - set(VARIANTS):
         parser.error(f"unknown variants {sorted(unknown)}; use {', '.join(VARIANTS)}")
@@ -96,9 +105,9 @@ def main() -> int:
     texts, origin = short_sentences(limit=args.requests * args.rounds)
     engine = create_engine(settings)  # resolves the model file and builds mtserve's requests; never loaded
     server = WrapperTarget.llama_server(str(engine.model_path), settings.threads, settings.n_parallel,
-                                        settings.ctx_per_slot)
+                                        settings.ctx_per_slot, overrides)
     print(f"{args.model}, {settings.threads} threads, {settings.n_parallel} slots, {args.clients} clients, "
-          f"{args.requests} sentences a round ({origin})")
+          f"{args.requests} sentences a round ({origin})" + "".join(f", {item}" for item in args.set))
     figures: dict[str, dict[str, list[float]]] = {v: {"wall": [], "n": [], "tokens": [], "prompt": [],
                                                       "cached": [], "ms_per_token": []} for v in variants}
     for round_ in range(args.rounds):

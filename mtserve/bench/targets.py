@@ -356,9 +356,13 @@ class WrapperTarget:
         self._slots = max(1, settings.n_parallel)
 
     @staticmethod
-    def llama_server(model_path: str, threads: int, slots: int, ctx_per_slot: int) -> Any:
-        """The llama.cpp server the wrapper runs (also benchmarks/wrapper_server.py's)."""
+    def llama_server(model_path: str, threads: int, slots: int, ctx_per_slot: int,
+                     overrides: dict[str, Any] | None = None) -> Any:
+        """The llama.cpp server the wrapper runs (also benchmarks/wrapper_server.py's); ``overrides``
+        (llama.cpp params by dotted path) only for benchmarks/prompt_cost.py's experiments."""
         import xllamacpp
+
+        from mtserve.engines.llamacpp import apply_param_overrides
 
         params = xllamacpp.CommonParams()
         params.model.path = model_path
@@ -366,6 +370,7 @@ class WrapperTarget:
         params.n_ctx = ctx_per_slot * slots
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
         params.verbosity = -1
+        apply_param_overrides(params, overrides or {})
         return xllamacpp.Server(params)
 
     @classmethod

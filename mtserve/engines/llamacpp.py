@@ -14,6 +14,7 @@ recomputing it.
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
@@ -60,6 +61,20 @@ SPECULATIVE_TYPES = {
 SCRIPT_GRAMMAR_MODES = ("always", "retry")
 # When a segment with inline tags or placeholders decodes under the grammar that requires them.
 MARKUP_GRAMMAR_MODES = ("always", "retry", "off")
+
+
+def apply_param_overrides(params: Any, overrides: dict[str, Any]) -> None:
+    """Set llama.cpp params by dotted path, for experiments (``speculative.draft.n_min=1``,
+    ``flash_attn_type=0``); an int given for an enum field becomes that enum's member."""
+    for dotted, value in overrides.items():
+        *path, attr = dotted.split(".")
+        target = params
+        for part in path:
+            target = getattr(target, part)
+        current = getattr(target, attr)
+        if isinstance(current, enum.Enum) and not isinstance(value, enum.Enum):
+            value = type(current)(value)
+        setattr(target, attr, value)
 
 
 class LlamaCppEngine:
@@ -156,12 +171,7 @@ class LlamaCppEngine:
             for table in (spec.ngram_simple, spec.ngram_map_k, spec.ngram_map_k4v):
                 table.size_n = self._ngram_size
                 table.size_m = self._draft_max
-        for dotted, value in self._overrides.items():  # experiments: "speculative.draft.n_min" = 1
-            *path, attr = dotted.split(".")
-            target = params
-            for part in path:
-                target = getattr(target, part)
-            setattr(target, attr, value)
+        apply_param_overrides(params, self._overrides)
         if not log.isEnabledFor(logging.DEBUG):
             params.verbosity = -1  # llama.cpp logs every slot's timings otherwise
         started = time.perf_counter()

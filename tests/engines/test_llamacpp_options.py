@@ -3,7 +3,7 @@
 import pytest
 
 from mtserve.engines.base import EngineError
-from mtserve.engines.llamacpp import SPECULATIVE_TYPES, LlamaCppEngine
+from mtserve.engines.llamacpp import SPECULATIVE_TYPES, LlamaCppEngine, apply_param_overrides
 
 
 def _engine(**options):
@@ -28,6 +28,15 @@ def test_speculative_type_names_exist_in_xllamacpp():
     xllamacpp = pytest.importorskip("xllamacpp")
     for name in SPECULATIVE_TYPES.values():
         assert hasattr(xllamacpp.common_speculative_type, name)
+
+
+def test_param_overrides_reach_nested_and_enum_fields():
+    xllamacpp = pytest.importorskip("xllamacpp")
+    params = xllamacpp.CommonParams()
+    apply_param_overrides(params, {"flash_attn_type": 0, "cache_type_k": 8, "speculative.draft.n_max": 5})
+    assert params.flash_attn_type == xllamacpp.llama_flash_attn_type(0)
+    assert params.cache_type_k == xllamacpp.ggml_type.GGML_TYPE_Q8_0
+    assert params.speculative.draft.n_max == 5
 
 
 def test_gpu_layers_reach_llama_cpp(monkeypatch, tmp_path):
