@@ -333,8 +333,9 @@ class Settings(BaseSettings):
         False, description="Turn on API keys and rate limits (keys: `mtserve keys add`)."
     )
     require_api_key: bool = Field(
-        False, description="With api_keys on: refuse requests without a key (403), on every route that "
-        "does or reveals work (translation, detection, documents and jobs, downloads, /v1/models)."
+        False, description="With api_keys on: refuse requests without a key (LibreTranslate's 400, OpenAI's "
+        "401, DeepL's 403), on every route that does or reveals work (translation, detection, documents "
+        "and jobs, downloads, /v1/models)."
     )
     metrics_require_key: bool = Field(
         False, description="/metrics needs an API key too (Authorization: Bearer); needs api_keys on, "

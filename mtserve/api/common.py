@@ -40,7 +40,7 @@ from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
 from mtserve.documents.jobs import Job, JobStore
-from mtserve.service.access import AccessDenied, QuotaExceeded
+from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
 from mtserve.service.runtime import Runtime
 from mtserve.service.translator import Guidance, StreamEvent, TranslationService, Usage
 from mtserve.settings import Settings
@@ -438,7 +438,7 @@ class KeyGate:
     on) and none is in a header or the URL, the key is checked the moment its ``api_key`` field
     arrives; until then at most ``allowance`` bytes (MTSERVE_MAX_BODY_BYTES, what any anonymous
     JSON request may send) are read. LibreTranslate's own web page sends the file before api_key,
-    so a document that small still works that way; a bigger one gets a 403 that says how to send
+    so a document that small still works that way; a bigger one gets a 400 that says how to send
     the key first.
     """
 
@@ -454,7 +454,7 @@ class KeyGate:
 
     def on_bytes(self, seen: int) -> None:
         if not self.admitted and seen > self.allowance:
-            raise AccessDenied(KEY_BEFORE_UPLOAD)
+            raise KeyRequired(KEY_BEFORE_UPLOAD)
 
 
 async def read_upload(request: Request, *, max_file_bytes: int, limit_message: str,

@@ -127,6 +127,7 @@ class ErrorStatus:
     status: int
     headers: Callable[[Exception], dict[str, str]] = lambda exc: {}
     family_status: dict[str, int] = field(default_factory=dict)  # path prefix -> status
+    libretranslate: int | None = None  # the status in the LibreTranslate family, where it differs
 
 
 STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
@@ -135,6 +136,10 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (GlossaryForbidden, ErrorStatus(403)),
     (GlossaryTooLarge, ErrorStatus(413)),
     (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries
+    # LibreTranslate answers a missing key with 400 and a wrong one with 403 (its app.py and
+    # test_api_keys.py); OpenAI answers both with 401; DeepL both with 403.
+    (KeyRequired, ErrorStatus(403, family_status={"/v1/": 401}, libretranslate=400)),
+    (InvalidKey, ErrorStatus(403, family_status={"/v1/": 401})),
     (AccessDenied, ErrorStatus(403)),
     (QuotaExceeded, ErrorStatus(429, family_status={"/v2/": 456})),  # DeepL: "Quota exceeded"
     (RateLimited, ErrorStatus(429, _retry_after(lambda exc: exc.retry_after_s))),
@@ -157,7 +162,12 @@ def status_of(exc: Exception, path: str = "") -> tuple[int, dict[str, str]] | No
         if isinstance(exc, kind):
             status = next((s for prefix, s in entry.family_status.items() if path.startswith(prefix)),
                           entry.status)
-            return status, entry.headers(exc)
+            if entry.libretranslate is not None and is_libretranslate(path):
+                status = entry.libretranslate
+            headers = entry.headers(exc)
+            if status == 401:  # RFC 9110: a 401 names the scheme that would be accepted
+                headers = {**headers, "WWW-Authenticate": "Bearer"}
+            return status, headers
     return None
 
 

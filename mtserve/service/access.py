@@ -34,15 +34,16 @@ KEY_PREFIX = "mts_"
 
 
 class AccessDenied(PermissionError):
-    """The key is missing or wrong (403)."""
+    """The key is missing or wrong, or the route is not this caller's (403)."""
 
 
 class InvalidKey(AccessDenied):
-    """A key was sent, and it is none of this server's."""
+    """A key was sent, and it is none of this server's (403; OpenAI's family: 401)."""
 
 
 class KeyRequired(AccessDenied):
-    """No key was sent, and this server requires one (require_api_key)."""
+    """No key was sent, and this server requires one (require_api_key): LibreTranslate's family
+    answers 400, as LibreTranslate does; OpenAI's 401, DeepL's 403."""
 
 
 class RateLimited(RuntimeError):

@@ -161,7 +161,7 @@ def test_api_keys_libretranslate_field_and_bearer_header(tmp_path):
         limited = translate(url, api_key=secret)
         settings = httpx.get(f"{url}/frontend/settings").json()
     # LibreTranslate's words in error, mtserve's advice in hint
-    assert missing.status_code == 403 and "required" in missing.json()["hint"]
+    assert missing.status_code == 400 and "required" in missing.json()["hint"]  # LibreTranslate's 400
     assert missing.json()["error"] == "Please contact the server operator to get an API key"
     assert wrong.status_code == 403 and wrong.json()["error"] == "Invalid API key"
     assert by_field.status_code == 200 and by_header.status_code == 200

@@ -28,14 +28,14 @@ def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
-@pytest.mark.parametrize("method, path", [
-    ("GET", "/jobs/{job}"), ("GET", "/jobs/{job}/events"), ("DELETE", "/jobs/{job}"),
-    ("GET", "/download_file/{job}.txt"), ("GET", "/v1/models"),
+@pytest.mark.parametrize("method, path, status", [  # a missing key: LibreTranslate's 400, OpenAI's 401
+    ("GET", "/jobs/{job}", 400), ("GET", "/jobs/{job}/events", 400), ("DELETE", "/jobs/{job}", 400),
+    ("GET", "/download_file/{job}.txt", 400), ("GET", "/v1/models", 401),
 ])
-def test_routes_that_reveal_work_need_the_key(keyed, method: str, path: str) -> None:
+def test_routes_that_reveal_work_need_the_key(keyed, method: str, path: str, status: int) -> None:
     url, _ = keyed
     r = httpx.request(method, url + path.format(job="0" * 32), timeout=10)
-    assert r.status_code == 403, r.text
+    assert r.status_code == status, r.text
     assert "API key" in r.text
 
 
@@ -53,11 +53,11 @@ def test_a_document_round_trip_with_the_key_in_a_header_and_in_the_url(keyed) ->
     polls = [httpx.get(f"{url}/jobs/{job['id']}", headers=bearer(secret)).status_code for _ in range(8)]
     assert polls == [200] * 8  # more than the key's 5 a minute: reading back work is not rate limited
     download = job["translatedFileUrl"]
-    assert httpx.get(download).status_code == 403
+    assert httpx.get(download).status_code == 400  # no key
     got = httpx.get(download, params={"api_key": secret})
     assert got.status_code == 200 and got.text.startswith("<en>")
-    assert httpx.get(f"{url}/jobs/{job['id']}").status_code == 403
-    assert httpx.get(f"{url}/jobs/{job['id']}?api_key=mts_wrong").status_code == 403
+    assert httpx.get(f"{url}/jobs/{job['id']}").status_code == 400
+    assert httpx.get(f"{url}/jobs/{job['id']}?api_key=mts_wrong").status_code == 403  # a wrong key
     models = httpx.get(f"{url}/v1/models", headers=bearer(secret))
     assert models.status_code == 200 and models.json()["object"] == "list"
 
@@ -119,20 +119,23 @@ def test_a_wrong_header_key_is_refused_before_the_upload_is_read(keyed) -> None:
     assert b"Invalid API key" in answer  # LibreTranslate's words
 
 
-@pytest.mark.parametrize("path", ["/v2/translate", "/v2/glossaries", "/v1/chat/completions"])
-def test_deepl_and_openai_keys_are_checked_before_the_body_is_read(keyed, path: str) -> None:
+@pytest.mark.parametrize("path, status", [("/v2/translate", 403), ("/v2/glossaries", 403),
+                                          ("/v1/chat/completions", 401)])
+def test_deepl_and_openai_keys_are_checked_before_the_body_is_read(keyed, path: str, status: int) -> None:
     url, _ = keyed  # their key is only ever in a header, so there is nothing to wait for
     head = (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
             "Content-Length: 900000\r\n\r\n")
     answer = raw_request(url, head, b'{"text": ["')
-    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert answer.startswith(f"HTTP/1.1 {status}".encode()), answer[:200]
+    if status == 401:
+        assert b"www-authenticate: Bearer" in answer.lower().replace(b"bearer", b"Bearer")
 
 
 def test_an_upload_with_no_key_is_refused_once_more_than_a_plain_body_was_read(keyed) -> None:
     url, _ = keyed
     start = multipart([("target", None, b"en"), ("file", "big.txt", b"x" * 1_500_000)])[:1_400_000]
     answer = raw_request(url, upload_head("/jobs", 15_000_000), start)
-    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]  # a missing key, in LibreTranslate's status
     assert b"as the api_key form field before the file field" in answer
 
 
@@ -161,3 +164,19 @@ def test_a_big_upload_with_its_key_field_first_is_read(keyed) -> None:
     r = httpx.post(f"{url}/jobs", content=body, headers={"content-type": MULTIPART}, timeout=30)
     assert r.status_code == 413, r.text  # read whole and parsed: refused for its segment count, not its key
     assert "MTSERVE_FILES_MAX_SEGMENTS" in r.json()["error"]
+
+
+def test_each_familys_official_client_reads_a_refused_key_as_its_own_auth_error(keyed) -> None:
+    import deepl
+    import openai
+
+    url, _ = keyed
+    for key in ("", "mts_wrong"):  # openai's client sends an empty key as "Bearer " (no key)
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=key or "-", max_retries=0)
+        if not key:
+            client = client.with_options(default_headers={"Authorization": ""})
+        with pytest.raises(openai.AuthenticationError) as refused:
+            client.chat.completions.create(model="mtserve", messages=[{"role": "user", "content": "你好"}])
+        assert refused.value.status_code == 401 and "API key" in refused.value.message
+    with pytest.raises(deepl.AuthorizationException):
+        deepl.Translator("mts_wrong", server_url=url).translate_text("你好", target_lang="EN-US")

@@ -218,7 +218,7 @@ def test_a_server_fault_is_libretranslates_500_with_the_request_id(url: str) -> 
     assert r.headers["x-request-id"] in r.json()["error"] and "log" in r.json()["hint"]
 
 
-def test_keys_and_limits_are_libretranslates_403_and_429(tmp_path: Path) -> None:
+def test_keys_and_limits_are_libretranslates_400_403_and_429(tmp_path: Path) -> None:
     secret, _ = KeyStore(tmp_path / "keys.sqlite3").add(name="client", rpm=2)
     with serve(FakeEngine(), home=tmp_path, api_keys=True, require_api_key=True) as base:
         body = {"q": "你好", "source": "zh", "target": "en"}
@@ -230,7 +230,7 @@ def test_keys_and_limits_are_libretranslates_403_and_429(tmp_path: Path) -> None
         by_query = httpx.post(f"{base}/translate", params={"api_key": secret}, data=body)
         by_field = httpx.post(f"{base}/translate", data={**body, "api_key": secret})
         limited = httpx.post(f"{base}/translate", json={**body, "api_key": secret})
-    assert missing.status_code == 403 and missing.json() == {
+    assert missing.status_code == 400 and missing.json() == {  # as LibreTranslate's test_api_keys.py
         "error": "Please contact the server operator to get an API key",
         "hint": "an API key is required: send it as api_key or in an Authorization: Bearer header"}
     for refused in (wrong, wrong_detect, wrong_and_no_q):

@@ -4,8 +4,8 @@
 path (with its query string), the headers and body bytes, and the range the answer's status must
 be in (``status``, inclusive). Each case is for a server with the default settings, except those
 whose ``needs`` is ``"keys"``: they go to a server started with ``api_keys`` and
-``require_api_key`` on, and carry no valid key, so each must be refused (403) without doing, or
-revealing, any work. Every answer outside 2xx must be a JSON error in its API's shape
+``require_api_key`` on, and carry no valid key, so each must be refused (in its family's status: 400,
+401 or 403) without doing, or revealing, any work. Every answer outside 2xx must be a JSON error in its API's shape
 (``error_message`` reads it).
 
 A few cases are legal and do engine work (``engine_work``): a huge word must be cut into segments
@@ -363,37 +363,41 @@ def _without_a_key() -> list[HostileRequest]:
     """For a server with require_api_key on: routes that do or reveal work, sent with no valid key."""
     job = "0" * 32
     big = b"x" * 2_000_000  # over MTSERVE_MAX_BODY_BYTES: may not be read before the key is known
+    # Each family's own status: LibreTranslate answers a missing key 400 and a wrong one 403, OpenAI
+    # both 401, DeepL both 403.
+    missing = {"needs": "keys", "status": (400, 400)}
     keys = {"needs": "keys", "status": (403, 403)}
+    openai = {"needs": "keys", "status": (401, 401)}
     return [
-        HostileRequest("no key: GET /jobs/{id}", "GET", f"/jobs/{job}", **keys),
-        HostileRequest("no key: GET /jobs/{id}/events", "GET", f"/jobs/{job}/events", **keys),
-        HostileRequest("no key: DELETE /jobs/{id}", "DELETE", f"/jobs/{job}", **keys),
-        HostileRequest("no key: GET /download_file/{name}", "GET", f"/download_file/{job}.txt", **keys),
-        HostileRequest("no key: GET /v1/models", "GET", "/v1/models", **keys),
+        HostileRequest("no key: GET /jobs/{id}", "GET", f"/jobs/{job}", **missing),
+        HostileRequest("no key: GET /jobs/{id}/events", "GET", f"/jobs/{job}/events", **missing),
+        HostileRequest("no key: DELETE /jobs/{id}", "DELETE", f"/jobs/{job}", **missing),
+        HostileRequest("no key: GET /download_file/{name}", "GET", f"/download_file/{job}.txt", **missing),
+        HostileRequest("no key: GET /v1/models", "GET", "/v1/models", **openai),
         HostileRequest("wrong key: GET /v1/models", "GET", "/v1/models",
-                       headers=(("authorization", "Bearer mts_wrong"),), **keys),
+                       headers=(("authorization", "Bearer mts_wrong"),), **openai),
         HostileRequest("wrong key in the URL: GET /jobs/{id}", "GET", f"/jobs/{job}?api_key=mts_wrong",
                        **keys),
-        json_request("no key: POST /translate", "/translate", {"q": "hi", "target": "de"}, **keys),
-        json_request("no key: POST /detect", "/detect", {"q": "hi"}, **keys),
+        json_request("no key: POST /translate", "/translate", {"q": "hi", "target": "de"}, **missing),
+        json_request("no key: POST /detect", "/detect", {"q": "hi"}, **missing),
         json_request("no key: POST /v2/translate", "/v2/translate", {"text": ["hi"], "target_lang": "DE"},
                      **keys),
-        json_request("no key: POST /v1/chat/completions", "/v1/chat/completions", CHAT, **keys),
-        HostileRequest("no key: GET /translate/stream", "GET", "/translate/stream?q=hi&target=de", **keys),
+        json_request("no key: POST /v1/chat/completions", "/v1/chat/completions", CHAT, **openai),
+        HostileRequest("no key: GET /translate/stream", "GET", "/translate/stream?q=hi&target=de", **missing),
         upload_request("no key: a 2 MB upload, the file before api_key", "/jobs",
                        [("file", "a.txt", big), ("target", None, b"de"), ("api_key", None, b"mts_wrong")],
-                       **keys),
+                       **missing),
         upload_request("wrong key in the header: a 2 MB upload", "/translate_file",
                        [("file", "a.txt", big), ("target", None, b"de")],
                        headers=(("authorization", "Bearer mts_wrong"),), **keys),
         upload_request("wrong api_key field before the file", "/translate_file",
                        [("api_key", None, b"mts_wrong"), ("target", None, b"de"), ("file", "a.txt", big)],
                        **keys),
-        HostileRequest("no key: GET /tm", "GET", "/tm", **keys),
-        HostileRequest("no key: GET /tm/search", "GET", "/tm/search?q=a&source=zh&target=en", **keys),
-        HostileRequest("no key: DELETE /tm/entries/1", "DELETE", "/tm/entries/1", **keys),
+        HostileRequest("no key: GET /tm", "GET", "/tm", **missing),
+        HostileRequest("no key: GET /tm/search", "GET", "/tm/search?q=a&source=zh&target=en", **missing),
+        HostileRequest("no key: DELETE /tm/entries/1", "DELETE", "/tm/entries/1", **missing),
         upload_request("no key: a 2 MB translation memory", "/tm/import",
-                       [("file", "a.tsv", big), ("source", None, b"zh"), ("target", None, b"en")], **keys),
+                       [("file", "a.tsv", big), ("source", None, b"zh"), ("target", None, b"en")], **missing),
     ]
 
 
