@@ -335,6 +335,7 @@ def _fit(text: str, max_chars: int, level: int) -> list[str]:
     size = segment_size(text)
     if size <= max_chars or segment_size(text.strip()) <= max_chars:
         return [text]
+    abandon.check()  # a megabyte with no sentence end is one "sentence": cut for tenths of a second
     if level == len(_SPLITTERS):
         return _hard_cuts(text, max_chars)
     measure = len if size == len(text) else segment_size  # no astral characters: sizes are lengths

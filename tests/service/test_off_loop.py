@@ -9,6 +9,8 @@ import contextlib
 import threading
 import time
 
+import pytest
+
 from mtserve.service import translator
 from mtserve.service.metrics import Metrics, watch_event_loop
 from mtserve.service.translator import OFF_LOOP_CHARS, Usage
@@ -135,3 +137,15 @@ def test_planning_stops_when_its_request_is_cancelled(tmp_path, monkeypatch) -> 
 
     asyncio.run(main())
     assert outcome == ["abandoned"]
+
+
+@pytest.mark.parametrize("text", ["字" * 200_000, "ab " * 70_000])
+def test_one_huge_sentence_stops_at_its_cuts_too(text) -> None:
+    """Text with no sentence end is one sentence; cutting it to size checks the stop as it goes."""
+    from mtserve.text.segment import _fit  # split_text checks per sentence, before this
+
+    with abandon.stoppable() as stop:
+        stop.set()
+        with pytest.raises(abandon.Abandoned):
+            _fit(text, 200, 0)
+    assert "".join(_fit(text, 200, 0)) == text  # without a stop, it cuts as before
