@@ -10,8 +10,8 @@ and gets a 400 that says what is wrong instead of an exception that becomes a 50
   text field (a form's ``glossary``) goes through the same function.
 - Form data (``read_form``) and query strings (``query_fields``): UTF-8, as Flask and
   LibreTranslate read them, unless the Content-Type names another charset (an unknown one is a
-  400); URL-encoded bodies are parsed here with bounded field counts (starlette would read raw
-  bytes as Latin-1), multipart by starlette's parser with bounded counts and sizes. A document
+  400); URL-encoded and multipart bodies are parsed here with bounded field counts and sizes
+  (starlette's parsers read bytes that are not UTF-8 as Latin-1, mojibake to translate). A document
   upload (``read_upload``) is read as a stream, so its size limit and its key are checked as the
   bytes arrive, not after the whole body is in memory.
 - Loosely typed fields (``text_field``, ``int_field``...): DeepL and OpenAI bodies are read as
@@ -35,7 +35,6 @@ import pydantic_core
 from fastapi import Request
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
@@ -51,6 +50,7 @@ log = logging.getLogger(__name__)
 JSON_DEPTH_DEFAULT: int = Settings.model_fields["json_max_depth"].default  # where no settings are at hand
 FORM_EXTRA_FIELDS = 32  # a form's fields besides its texts (q or text, repeated up to batch_limit)
 UPLOAD_MAX_FIELDS = 16  # file, source, target, api_key, glossary, glossary_id, format...
+FORM_FIELD_MAX_BYTES = 1024 * 1024  # one field of a plain form: starlette's own bound, kept
 UPLOAD_MAX_FIELD_BYTES = 64 * 1024  # one form field of an upload (a glossary as JSON text is the big one)
 GONE = "the client closed the connection before the whole body arrived"
 KEY_BEFORE_UPLOAD = (
@@ -180,23 +180,92 @@ async def read_form(request: Request) -> dict[str, Any]:
     """URL-encoded or multipart form fields, read as UTF-8 or the charset the Content-Type names; a
     repeated field (``text=a&text=b``) becomes a list.
 
-    At most batch_limit texts and ``FORM_EXTRA_FIELDS`` other fields (a multipart field 1 MiB at
-    most, by starlette's parser), read in one pass; a file part here is refused, since documents
-    have their own routes.
+    At most batch_limit texts and ``FORM_EXTRA_FIELDS`` other fields (a multipart field
+    ``FORM_FIELD_MAX_BYTES`` at most), read in one pass; a file part here is refused, since
+    documents have their own routes.
     """
     media_type, params = content_type_of(request)
-    charset = form_charset(params)  # starlette's multipart parser reads the same parameter
+    charset = form_charset(params)
     try:
         if media_type == b"application/x-www-form-urlencoded":
             return as_fields(parse_urlencoded(await request.body(), charset, max_form_fields(request),
                                               "the form"))
-        form = await request.form(max_files=0, max_fields=max_form_fields(request))
-    except StarletteHTTPException as exc:  # starlette's MultiPartException: too many fields, a file...
-        raise ApiError(400, f"could not read the form: {exc.detail}; documents go to /translate_file") \
-            from None
+        return as_fields(await read_multipart_fields(request, charset, params.get(b"boundary"),
+                                                     max_form_fields(request)))
     except ClientDisconnect:
         raise ApiError(CLIENT_CLOSED, GONE) from None
-    return as_fields(form.multi_items())
+
+
+async def read_multipart_fields(request: Request, charset: str, boundary: bytes | None,
+                                max_fields: int) -> list[tuple[str, str]]:
+    """A multipart form's text fields, in order, each read strictly as ``charset``.
+
+    starlette's parser reads a field that is not valid in its charset as Latin-1, so bytes that
+    are not UTF-8 became mojibake to translate; here they are a 400 that names the field, as in
+    an URL-encoded form. A file part is refused (documents have their own routes), and so are
+    more than ``max_fields`` fields or one over ``FORM_FIELD_MAX_BYTES``.
+    """
+    if not boundary:
+        raise ApiError(400, "could not read the form: its Content-Type has no multipart boundary")
+    fields: list[tuple[str, str]] = []
+    part: dict[str, Any] = {}
+    header_name, header_value = bytearray(), bytearray()
+
+    def bad(message: str) -> ApiError:
+        return ApiError(400, f"could not read the form: {message}")
+
+    def text(raw: bytes, what: str) -> str:
+        try:
+            return raw.decode(charset)
+        except UnicodeDecodeError as exc:
+            raise bad(f"{what} is not valid {charset} text ({exc.reason} at byte {exc.start}); send "
+                      "UTF-8, or name the charset in the Content-Type") from None
+
+    def on_part_begin() -> None:
+        part.clear()
+        part.update(headers={}, data=bytearray())
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header_name.extend(data[start:end])
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header_value.extend(data[start:end])
+
+    def on_header_end() -> None:
+        part["headers"][bytes(header_name).lower()] = bytes(header_value)
+        header_name.clear()
+        header_value.clear()
+
+    def on_headers_finished() -> None:
+        _, options = parse_options_header(part["headers"].get(b"content-disposition"))
+        if b"name" not in options:
+            raise bad("a part has no Content-Disposition name")
+        if b"filename" in options:
+            raise bad("it carries a file; documents go to /translate_file")
+        if len(fields) >= max_fields:
+            raise bad(f"more than {max_fields} fields")
+        part["name"] = text(options[b"name"], "a field name")
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        part["data"].extend(data[start:end])
+        if len(part["data"]) > FORM_FIELD_MAX_BYTES:
+            raise bad(f"field {shown(part['name'])} is over {FORM_FIELD_MAX_BYTES:,} bytes")
+
+    def on_part_end() -> None:
+        fields.append((part["name"], text(bytes(part["data"]), f"field {shown(part['name'])}")))
+
+    callbacks = {"on_part_begin": on_part_begin, "on_header_field": on_header_field,
+                 "on_header_value": on_header_value, "on_header_end": on_header_end,
+                 "on_headers_finished": on_headers_finished, "on_part_data": on_part_data,
+                 "on_part_end": on_part_end}
+    try:
+        parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+        async for chunk in request.stream():
+            parser.write(chunk)
+        parser.finalize()
+    except FormParserError as exc:
+        raise bad(str(exc) or type(exc).__name__) from None
+    return fields
 
 
 def query_fields(request: Request) -> dict[str, Any]:

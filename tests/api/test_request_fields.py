@@ -152,6 +152,24 @@ def test_form_fields_are_read_in_one_pass_and_repeats_become_lists(url: str) -> 
     assert many.status_code == 400 and "fields" in many.json()["error"]
 
 
+def test_a_multipart_form_is_read_strictly_in_its_charset(url: str) -> None:
+    def post(path: str, parts: list[tuple[str, bytes]], charset: str = "") -> httpx.Response:
+        body = b"".join(b'--B\r\nContent-Disposition: form-data; name="' + name.encode() + b'"\r\n\r\n'
+                        + value + b"\r\n" for name, value in parts) + b"--B--\r\n"
+        return httpx.post(f"{url}{path}", content=body,
+                          headers={"Content-Type": f"multipart/form-data; boundary=B{charset}"})
+
+    mojibake = post("/translate", [("q", b"\xff\xfe hi"), ("target", b"de")])  # starlette: "ÿþ hi"
+    assert mojibake.status_code == 400, mojibake.text
+    assert "field 'q' is not valid utf-8 text" in mojibake.json()["error"]
+    utf8 = post("/translate", [("q", "café 你好".encode()), ("target", b"de")])
+    gbk = post("/translate", [("q", "你好".encode("gbk")), ("target", b"de")], "; charset=gbk")
+    repeated = post("/v2/translate", [("text", b"one"), ("text", b"two"), ("target_lang", b"DE")])
+    assert utf8.json()["translatedText"] == "<de>café 你好"
+    assert gbk.json()["translatedText"] == "<de>你好"
+    assert [t["text"] for t in repeated.json()["translations"]] == ["<de>one", "<de>two"]
+
+
 @pytest.mark.parametrize("path, content_type", [
     ("/translate", "application/json"),
     ("/v2/translate", "application/x-www-form-urlencoded"),

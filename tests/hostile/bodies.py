@@ -164,6 +164,10 @@ def _form_fields() -> list[HostileRequest]:
                        [("q", None, b"hi"), ("target", None, b"de"), ("file", "a.txt", b"hello")]),
         HostileRequest("translate: multipart with no boundary", "POST", "/translate", b"--x\r\n\r\n",
                        (("content-type", "multipart/form-data"),)),
+        upload_request("translate: a multipart field that is not UTF-8", "/translate",
+                       [("q", None, b"\xff\xfe hi \xc3"), ("target", None, b"de")]),
+        upload_request("v2 translate: a multipart text that is not UTF-8", "/v2/translate",
+                       [("text", None, b"ok"), ("text", None, b"\x80\x81"), ("target_lang", None, b"DE")]),
         json_request("translate: a language code of 100,000 characters", "/translate",
                      {"q": "hi", "source": "x" * 100_000, "target": "de"}),
     ]
