@@ -196,6 +196,26 @@ async def read_form(request: Request) -> dict[str, Any]:
         raise ApiError(CLIENT_CLOSED, GONE) from None
 
 
+def part_callbacks(part: dict[str, Any], on_headers: Callable[[dict[bytes, bytes]], None],
+                   on_data: Callable[[bytes], None], on_end: Callable[[], None]) -> dict[str, Callable]:
+    """python-multipart's callbacks for a parser that reads one part at a time: each part's headers
+    are collected into ``part["headers"]`` (lowercased names) and handed over whole."""
+    name, value = bytearray(), bytearray()
+
+    def on_header_end() -> None:
+        part["headers"][bytes(name).lower()] = bytes(value)
+        name.clear()
+        value.clear()
+
+    return {"on_part_begin": lambda: (part.clear(), part.update(headers={})),
+            "on_header_field": lambda data, start, end: name.extend(data[start:end]),
+            "on_header_value": lambda data, start, end: value.extend(data[start:end]),
+            "on_header_end": on_header_end,
+            "on_headers_finished": lambda: on_headers(part["headers"]),
+            "on_part_data": lambda data, start, end: on_data(data[start:end]),
+            "on_part_end": on_end}
+
+
 async def read_multipart_fields(request: Request, charset: str, boundary: bytes | None,
                                 max_fields: int) -> list[tuple[str, str]]:
     """A multipart form's text fields, in order, each read strictly as ``charset``.
@@ -209,7 +229,6 @@ async def read_multipart_fields(request: Request, charset: str, boundary: bytes 
         raise ApiError(400, "could not read the form: its Content-Type has no multipart boundary")
     fields: list[tuple[str, str]] = []
     part: dict[str, Any] = {}
-    header_name, header_value = bytearray(), bytearray()
 
     def bad(message: str) -> ApiError:
         return ApiError(400, f"could not read the form: {message}")
@@ -221,43 +240,25 @@ async def read_multipart_fields(request: Request, charset: str, boundary: bytes 
             raise bad(f"{what} is not valid {charset} text ({exc.reason} at byte {exc.start}); send "
                       "UTF-8, or name the charset in the Content-Type") from None
 
-    def on_part_begin() -> None:
-        part.clear()
-        part.update(headers={}, data=bytearray())
-
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header_name.extend(data[start:end])
-
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header_value.extend(data[start:end])
-
-    def on_header_end() -> None:
-        part["headers"][bytes(header_name).lower()] = bytes(header_value)
-        header_name.clear()
-        header_value.clear()
-
-    def on_headers_finished() -> None:
-        _, options = parse_options_header(part["headers"].get(b"content-disposition"))
+    def on_headers(headers: dict[bytes, bytes]) -> None:
+        _, options = parse_options_header(headers.get(b"content-disposition"))
         if b"name" not in options:
             raise bad("a part has no Content-Disposition name")
         if b"filename" in options:
             raise bad("it carries a file; documents go to /translate_file")
         if len(fields) >= max_fields:
             raise bad(f"more than {max_fields} fields")
-        part["name"] = text(options[b"name"], "a field name")
+        part.update(name=text(options[b"name"], "a field name"), data=bytearray())
 
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        part["data"].extend(data[start:end])
+    def on_data(data: bytes) -> None:
+        part["data"].extend(data)
         if len(part["data"]) > FORM_FIELD_MAX_BYTES:
             raise bad(f"field {shown(part['name'])} is over {FORM_FIELD_MAX_BYTES:,} bytes")
 
-    def on_part_end() -> None:
+    def on_end() -> None:
         fields.append((part["name"], text(bytes(part["data"]), f"field {shown(part['name'])}")))
 
-    callbacks = {"on_part_begin": on_part_begin, "on_header_field": on_header_field,
-                 "on_header_value": on_header_value, "on_header_end": on_header_end,
-                 "on_headers_finished": on_headers_finished, "on_part_data": on_part_data,
-                 "on_part_end": on_part_end}
+    callbacks = part_callbacks(part, on_headers, on_data, on_end)
     try:
         parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
         async for chunk in request.stream():
@@ -541,32 +542,16 @@ async def read_upload(request: Request, *, max_file_bytes: int, limit_message: s
         raise ApiError(400, "send the document as multipart/form-data with fields file, source and target")
     upload = Upload()
     part: dict[str, Any] = {}
-    header_name, header_value = bytearray(), bytearray()
     file_data = bytearray()
 
     def bad(message: str) -> ApiError:
         return ApiError(400, f"could not read the multipart form: {message}")
 
-    def on_part_begin() -> None:
-        part.clear()
-        part.update(headers={}, data=bytearray(), file=False)
-
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header_name.extend(data[start:end])
-
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header_value.extend(data[start:end])
-
-    def on_header_end() -> None:
-        part["headers"][bytes(header_name).lower()] = bytes(header_value)
-        header_name.clear()
-        header_value.clear()
-
-    def on_headers_finished() -> None:
-        _, options = parse_options_header(part["headers"].get(b"content-disposition"))
+    def on_headers(headers: dict[bytes, bytes]) -> None:
+        _, options = parse_options_header(headers.get(b"content-disposition"))
         if b"name" not in options:
             raise bad('a part has no Content-Disposition name')
-        part["name"] = _utf8(options[b"name"], "a field name")
+        part.update(name=_utf8(options[b"name"], "a field name"), data=bytearray(), file=False)
         if b"filename" in options:
             if upload.content is not None:
                 raise bad("send one document per upload")
@@ -578,28 +563,25 @@ async def read_upload(request: Request, *, max_file_bytes: int, limit_message: s
         elif len(upload.fields) >= UPLOAD_MAX_FIELDS:
             raise bad(f"more than {UPLOAD_MAX_FIELDS} fields")
 
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        if part.get("file"):
-            file_data.extend(data[start:end])
+    def on_data(data: bytes) -> None:
+        if part["file"]:
+            file_data.extend(data)
             if len(file_data) > max_file_bytes:
                 raise ApiError(413, limit_message)
         else:
-            part["data"].extend(data[start:end])
+            part["data"].extend(data)
             if len(part["data"]) > UPLOAD_MAX_FIELD_BYTES:
                 raise bad(f"field {part['name']!r} is over {UPLOAD_MAX_FIELD_BYTES:,} bytes")
 
-    def on_part_end() -> None:
-        if part.get("file"):
+    def on_end() -> None:
+        if part["file"]:
             return
         name, value = part["name"], _utf8(bytes(part["data"]), f"field {part['name']!r}")
         upload.fields[name] = value
         if gate is not None:
             gate.on_field(name, value)
 
-    callbacks = {"on_part_begin": on_part_begin, "on_header_field": on_header_field,
-                 "on_header_value": on_header_value, "on_header_end": on_header_end,
-                 "on_headers_finished": on_headers_finished, "on_part_data": on_part_data,
-                 "on_part_end": on_part_end}
+    callbacks = part_callbacks(part, on_headers, on_data, on_end)
     try:
         parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
         seen = 0
