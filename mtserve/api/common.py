@@ -207,7 +207,11 @@ def part_callbacks(part: dict[str, Any], on_headers: Callable[[dict[bytes, bytes
         name.clear()
         value.clear()
 
-    return {"on_part_begin": lambda: (part.clear(), part.update(headers={})),
+    def on_part_begin() -> None:
+        part.clear()
+        part["headers"] = {}
+
+    return {"on_part_begin": on_part_begin,
             "on_header_field": lambda data, start, end: name.extend(data[start:end]),
             "on_header_value": lambda data, start, end: value.extend(data[start:end]),
             "on_header_end": on_header_end,

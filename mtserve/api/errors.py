@@ -80,9 +80,14 @@ OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                       404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
 
 
+def api_family(path: str) -> str:
+    """Whose API ``path`` speaks: ``"deepl"`` (/v2/), ``"openai"`` (/v1/), else ``"libretranslate"``."""
+    return "deepl" if path.startswith("/v2/") else "openai" if path.startswith("/v1/") else "libretranslate"
+
+
 def is_libretranslate(path: str) -> bool:
     """Whether ``path`` belongs to the LibreTranslate family: everything outside DeepL's and OpenAI's."""
-    return not path.startswith(("/v1/", "/v2/"))
+    return api_family(path) == "libretranslate"
 
 
 def error_body(status: int, message: str, path: str = "", hint: str | None = None) -> dict:
@@ -126,8 +131,7 @@ def _retry_after(seconds: Callable[[Exception], object]) -> Callable[[Exception]
 class ErrorStatus:
     status: int
     headers: Callable[[Exception], dict[str, str]] = lambda exc: {}
-    family_status: dict[str, int] = field(default_factory=dict)  # path prefix -> status
-    libretranslate: int | None = None  # the status in the LibreTranslate family, where it differs
+    family_status: dict[str, int] = field(default_factory=dict)  # api_family -> status, where it differs
 
 
 STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
@@ -138,10 +142,10 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries
     # LibreTranslate answers a missing key with 400 and a wrong one with 403 (its app.py and
     # test_api_keys.py); OpenAI answers both with 401; DeepL both with 403.
-    (KeyRequired, ErrorStatus(403, family_status={"/v1/": 401}, libretranslate=400)),
-    (InvalidKey, ErrorStatus(403, family_status={"/v1/": 401})),
+    (KeyRequired, ErrorStatus(403, family_status={"openai": 401, "libretranslate": 400})),
+    (InvalidKey, ErrorStatus(403, family_status={"openai": 401})),
     (AccessDenied, ErrorStatus(403)),
-    (QuotaExceeded, ErrorStatus(429, family_status={"/v2/": 456})),  # DeepL: "Quota exceeded"
+    (QuotaExceeded, ErrorStatus(429, family_status={"deepl": 456})),  # DeepL: "Quota exceeded"
     (RateLimited, ErrorStatus(429, _retry_after(lambda exc: exc.retry_after_s))),
     (BodyTooLarge, ErrorStatus(413)),
     (LimitExceeded, ErrorStatus(413)),
@@ -160,10 +164,7 @@ def status_of(exc: Exception, path: str = "") -> tuple[int, dict[str, str]] | No
     """(status, headers) of a service exception for a request to ``path``; None for a real fault."""
     for kind, entry in STATUS_OF:
         if isinstance(exc, kind):
-            status = next((s for prefix, s in entry.family_status.items() if path.startswith(prefix)),
-                          entry.status)
-            if entry.libretranslate is not None and is_libretranslate(path):
-                status = entry.libretranslate
+            status = entry.family_status.get(api_family(path), entry.status)
             headers = entry.headers(exc)
             if status == 401:  # RFC 9110: a 401 names the scheme that would be accepted
                 headers = {**headers, "WWW-Authenticate": "Bearer"}
