@@ -97,11 +97,12 @@ def error_body(status: int, message: str, path: str = "", hint: str | None = Non
     {"message": "..."}; OpenAI (/v1): {"error": {"message", "type", "param", "code"}}. The two
     without a hint field carry it in the message.
     """
-    if is_libretranslate(path):
+    family = api_family(path)
+    if family == "libretranslate":
         return {"error": message, "hint": hint} if hint else {"error": message}
     if hint:
         message = f"{message} ({hint})"
-    if path.startswith("/v2/"):
+    if family == "deepl":
         return {"message": message}
     kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
@@ -157,7 +158,8 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (PromptTooLong, ErrorStatus(413)),  # a segment the model's context cannot hold, even without its context
 )
 # What a family's clients are told to read for the languages, after a service message.
-LANGUAGE_HINTS = {"/v2/": "see GET /v2/languages", "/v1/": "see GET /v1/models", "": "see GET /languages"}
+LANGUAGE_HINTS = {"deepl": "see GET /v2/languages", "openai": "see GET /v1/models",
+                  "libretranslate": "see GET /languages"}
 
 
 def status_of(exc: Exception, path: str = "") -> tuple[int, dict[str, str]] | None:
@@ -182,8 +184,7 @@ def words_of(exc: Exception, path: str = "") -> tuple[str, str | None]:
     if isinstance(exc, DeadlineExceeded):
         return f"translation did not finish within the deadline ({message}); send shorter text or retry", None
     if isinstance(exc, UnsupportedLanguage):
-        hint = next(h for prefix, h in LANGUAGE_HINTS.items() if path.startswith(prefix))
-        return f"{message} ({hint})", None
+        return f"{message} ({LANGUAGE_HINTS[api_family(path)]})", None
     return message, None
 
 
