@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mtserve.eval.build_software import PROJECTS, cap, download, read_project  # noqa: E402
+from mtserve.eval.build_software import PROJECTS, Catalog, cap, download, read_project  # noqa: E402
 from mtserve.text.punctuation import match_key  # noqa: E402
 
 
@@ -28,9 +28,9 @@ def loose(text: str) -> str:
     return text.strip().rstrip(".:").casefold()
 
 
-def agreement(cache: Path) -> dict[str, list[int]]:
-    """group -> [strings, exact TM hits, hits with the same English, the same ignoring case and stop]."""
-    catalogs = [read_project(project, download(project, cache)) for project in PROJECTS]
+def agreement(catalogs: list[Catalog]) -> dict[str, list[int]]:
+    """group -> [strings, exact TM hits, hits with the same English, the same ignoring case and stop],
+    for catalogs in ``PROJECTS`` order (the TM's first)."""
     memory: dict[str, str] = {}  # the TM's English per source key, the first project's (as the TM keeps it)
     for catalog in catalogs:
         if catalog.project.group == "tm":
@@ -58,7 +58,8 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=None, help="keep the downloaded archives here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mtserve-software-") as folder:
-        counts = agreement(args.cache or Path(folder))
+        cache = args.cache or Path(folder)
+        counts = agreement([read_project(project, download(project, cache)) for project in PROJECTS])
     print("| group | strings | the TM holds the source | same English | same ignoring case and final stop |")
     print("|---|---|---|---|---|")
     for group, (strings, hits, same, similar) in counts.items():
