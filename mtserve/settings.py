@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     prompt_cache_ram_mib: int = Field(
         64, description="Host RAM llama.cpp may use to keep evicted slot states (MiB); bounds memory."
     )
+    llama_params: str = Field(
+        "", description="llama.cpp: more of its own params, as NAME=NUMBER pairs separated by commas "
+        "(flash_attn_type=0, cache_type_k=8, cache_type_v=8: llama.cpp's enums by number; a dotted NAME "
+        "reaches a nested param). For tuning; the defaults are what BENCHMARKS.md measured.",
+    )
     queue_ahead: int = Field(
         2, ge=0, description="llama.cpp: segments handed to llama.cpp beyond its slots, so a freed slot "
         "starts the next one in its very next decode step. They wait in llama.cpp's own queue, first "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -55,8 +56,49 @@ def create_engine(settings: Settings) -> Engine:
             gpu_layers=settings.gpu_layers,
             script_grammar=settings.script_grammar,
             markup_grammar=settings.markup_grammar,
+            param_overrides=checked_param_overrides(settings.llama_params),
         )
     raise AssertionError("unreachable")
+
+
+# llama.cpp params that mtserve's own settings set: the engine's slots and queue follow the settings,
+# so they are not overridden behind its back.
+SETTING_OF_PARAM = {"n_parallel": "n_parallel", "n_ctx": "ctx_per_slot", "cpuparams.n_threads": "threads",
+                    "cpuparams_batch.n_threads": "threads", "n_gpu_layers": "gpu_layers",
+                    "cache_ram_mib": "prompt_cache_ram_mib"}
+
+
+def parse_param_overrides(text: str) -> dict[str, int | float]:
+    """``"flash_attn_type=0, cache_type_k=8"`` (the ``llama_params`` setting) as {name: number}."""
+    overrides: dict[str, int | float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, equals, value = (piece.strip() for piece in item.partition("="))
+        if not equals or not re.fullmatch(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*", name):
+            raise EngineConfigError(f"llama_params: {item!r} is not NAME=NUMBER (for example flash_attn_type=0)")
+        if name in SETTING_OF_PARAM:
+            raise EngineConfigError(f"llama_params: {name} is mtserve's {SETTING_OF_PARAM[name]} setting; "
+                                    f"set that instead (MTSERVE_{SETTING_OF_PARAM[name].upper()})")
+        try:
+            overrides[name] = float(value) if "." in value or "e" in value.lower() else int(value)
+        except ValueError:
+            raise EngineConfigError(f"llama_params: {name} wants a number, not {value!r}") from None
+    return overrides
+
+
+def checked_param_overrides(text: str) -> dict[str, int | float]:
+    """The ``llama_params`` setting, tried on a fresh set of llama.cpp params: a name llama.cpp
+    does not have is a configuration error before any model is loaded."""
+    import xllamacpp
+
+    from mtserve.engines.base import EngineError
+    from mtserve.engines.llamacpp import apply_param_overrides
+
+    overrides = parse_param_overrides(text)
+    try:
+        apply_param_overrides(xllamacpp.CommonParams(), overrides)
+    except EngineError as exc:
+        raise EngineConfigError(str(exc)) from None
+    return overrides
 
 
 def create_vllm_engine(

@@ -64,17 +64,28 @@ MARKUP_GRAMMAR_MODES = ("always", "retry", "off")
 
 
 def apply_param_overrides(params: Any, overrides: dict[str, Any]) -> None:
-    """Set llama.cpp params by dotted path, for experiments (``speculative.draft.n_min=1``,
-    ``flash_attn_type=0``); an int given for an enum field becomes that enum's member."""
+    """Set llama.cpp params by dotted path (``speculative.draft.n_min=1``, ``flash_attn_type=0``);
+    an int given for an enum field becomes that enum's member. An unknown name or a value the
+    param cannot take is an EngineError that names it."""
     for dotted, value in overrides.items():
         *path, attr = dotted.split(".")
-        target = params
-        for part in path:
-            target = getattr(target, part)
-        current = getattr(target, attr)
-        if isinstance(current, enum.Enum) and not isinstance(value, enum.Enum):
-            value = type(current)(value)
-        setattr(target, attr, value)
+        try:
+            target = params
+            for part in path:
+                target = getattr(target, part)
+            current = getattr(target, attr)
+        except AttributeError:
+            raise EngineError(f"llama_params: llama.cpp has no param {dotted!r}") from None
+        if callable(current) or not isinstance(current, (int, float, enum.Enum)):
+            raise EngineError(f"llama_params: {dotted} is not a number or an enum, so it cannot be set here")
+        try:
+            if isinstance(current, enum.Enum) and not isinstance(value, enum.Enum):
+                value = type(current)(value)
+            elif isinstance(current, bool):
+                value = bool(value)
+            setattr(target, attr, value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EngineError(f"llama_params: {dotted}={value} is refused by llama.cpp ({exc})") from None
 
 
 class LlamaCppEngine:

@@ -1,5 +1,7 @@
 """LlamaCppEngine's tuning options, checked without loading a model."""
 
+import re
+
 import pytest
 
 from mtserve.engines.base import EngineError
@@ -73,6 +75,47 @@ def test_the_queue_ahead_setting_reaches_the_engine(tmp_path):
     model.write_bytes(b"GGUF")
     engine = create_engine(Settings(home=tmp_path, model=str(model), n_parallel=3, queue_ahead=1))
     assert (engine.slots, engine.max_concurrency) == (3, 4)
+
+
+def test_the_llama_params_setting_reaches_llama_cpp(monkeypatch, tmp_path):
+    xllamacpp = pytest.importorskip("xllamacpp")
+    from mtserve.engines.factory import create_engine
+    from mtserve.settings import Settings
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    seen = {}
+
+    def fake_server(params):  # what llama.cpp would be started with
+        seen.update(flash=params.flash_attn_type, k=params.cache_type_k, draft=params.speculative.draft.n_min,
+                    slots=params.n_parallel)
+        return object()
+
+    monkeypatch.setattr(xllamacpp, "Server", fake_server)
+    monkeypatch.setenv("MTSERVE_LLAMA_PARAMS", "flash_attn_type=0, cache_type_k=8,speculative.draft.n_min=3")
+    engine = create_engine(Settings(home=tmp_path, model=str(model), n_parallel=3))
+    engine.load()
+    assert seen == {"flash": xllamacpp.llama_flash_attn_type(0), "k": xllamacpp.ggml_type.GGML_TYPE_Q8_0,
+                    "draft": 3, "slots": 3}
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("flash_attn_type", "is not NAME=NUMBER"),
+    ("flash_attn_type=on", "wants a number, not 'on'"),
+    ("no_such_param=1", "llama.cpp has no param 'no_such_param'"),
+    ("model=1", "model is not a number or an enum"),
+    ("n_ctx=1.5", "n_ctx is mtserve's ctx_per_slot setting; set that instead (MTSERVE_CTX_PER_SLOT)"),
+    ("n_batch=1.5", "n_batch=1.5 is refused by llama.cpp"),
+])
+def test_a_bad_llama_params_setting_is_a_configuration_error_that_names_it(tmp_path, value, words):
+    pytest.importorskip("xllamacpp")
+    from mtserve.engines.factory import EngineConfigError, create_engine
+    from mtserve.settings import Settings
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    with pytest.raises(EngineConfigError, match=re.escape(words)):
+        create_engine(Settings(home=tmp_path, model=str(model), llama_params=value))
 
 
 class _ContextWindow:
