@@ -41,7 +41,7 @@ from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
 from mtserve.documents.jobs import Job, JobStore
 from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
 from mtserve.service.runtime import Runtime
-from mtserve.service.translator import Guidance, StreamEvent, TranslationService, Usage
+from mtserve.service.translator import Guidance, StreamEvent, Translation, TranslationService, Usage
 from mtserve.settings import Settings
 
 T = TypeVar("T")
@@ -660,19 +660,22 @@ async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
     return task.result()
 
 
-async def run_call(request: Request, work: Callable[[], Awaitable[T]], chars_in: int, usage: Usage) -> T:
-    """One translation call of any API family: ``usage`` (which ``work`` fills) recorded for the
-    request's log line and metrics, the caller's quota charged (and given back if the call
-    fails), and the work cancelled if the client goes away (ClientGone); the deadline is the
-    service's."""
+async def run_call(request: Request, work: Callable[[], Awaitable[list[Translation]]], chars_in: int,
+                   usage: Usage) -> list[Translation]:
+    """One translation call of any API family: ``usage`` (which ``work`` fills) and the characters
+    in and out recorded for the request's log line and metrics, the caller's quota charged (and
+    given back if the call fails), and the work cancelled if the client goes away (ClientGone);
+    the deadline is the service's."""
     request.state.usage = usage
     request.state.chars_in = chars_in
     charge(request, chars_in)
     try:
-        return await until_disconnect(request, work())
+        results = await until_disconnect(request, work())
     except BaseException:
         refund(request, chars_in)
         raise
+    request.state.chars_out = sum(len(result.text) for result in results)
+    return results
 
 
 # --- documents -------------------------------------------------------------------------------------

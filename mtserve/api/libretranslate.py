@@ -211,7 +211,6 @@ async def translate(request: Request):
         usage=usage, glossary=req.glossary, glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
         guidance=guidance,
     ), sum(len(t) for t in texts), usage)
-    request.state.chars_out = sum(len(r.text) for r in results)
     single = not isinstance(req.q, list)
     body: dict[str, Any] = {
         "translatedText": results[0].text if single else [r.text for r in results]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 
@@ -301,3 +302,41 @@ def test_work_cut_by_the_shutdown_grace_period_gets_a_json_503():
     r = result["r"]
     assert r.status_code == 503 and "shutting down" in r.json()["error"]
     assert r.headers["retry-after"]
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@pytest.mark.parametrize(("path", "body", "read"), [
+    ("/translate", {"q": "你好。", "source": "zh", "target": "en"}, lambda r: r["translatedText"]),
+    ("/v2/translate", {"text": ["你好。", "再见。"], "target_lang": "EN"},
+     lambda r: "".join(t["text"] for t in r["translations"])),
+    ("/v1/chat/completions", {"model": "mtserve-zh-en", "messages": [{"role": "user", "content": "你好。"}]},
+     lambda r: r["choices"][0]["message"]["content"]),
+])
+def test_every_family_logs_the_characters_it_sent_back(path, body, read):
+    records = _Records()
+    logger = logging.getLogger("mtserve.request")
+    level = logger.level
+    logger.addHandler(records)
+    logger.setLevel(logging.INFO)  # the per-request line is at info
+    try:
+        with serve(FakeEngine(slots=2)) as url:
+            reply = httpx.post(f"{url}{path}", json=body, timeout=30)
+            deadline = time.monotonic() + 5
+            while not any(getattr(r, "path", None) == path for r in records.records) and time.monotonic() < deadline:
+                time.sleep(0.05)
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
+    assert reply.status_code == 200, reply.text
+    [line] = [r for r in records.records if getattr(r, "path", None) == path]
+    text = read(reply.json())
+    assert line.chars_out == len(text) > 0
+    assert line.chars_in == sum(len(t) for t in (body.get("text") or [body.get("q") or "你好。"]))
