@@ -272,12 +272,31 @@ def load_context(source: str, target: str, split: str = "all") -> EvalSet:
     return EvalSet("context", source, target, select(pairs, split), split, CONTEXT_ATTRIBUTION)
 
 
+# --- the prose set --------------------------------------------------------------------------------
+PROSE_ATTRIBUTION = ("The mtserve prose set: short passages of connected Chinese sentences whose later sentences "
+                     "need the earlier ones, written for mtserve.")
+
+
+def load_prose(source: str, target: str, split: str = "all") -> EvalSet:
+    """Passages whose later sentence leaves out what an earlier one said (a subject, an object, a time,
+    a plural): translated sentence by sentence it loses it, and the ``expect`` pattern does not match."""
+    if (source, target) != ("zh", "en"):
+        raise DatasetError(f"the prose set is zh->en; {source}->{target} is not it")
+    rows = _read_tsv_rows(DATA_DIR / "prose.tsv", comments=True)
+    header, body = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    pairs = [EvalPair(id=row[col["id"]], source=row[col["zh"]], reference=row[col["en"]], group=row[col["group"]],
+                      expect=row[col["expect"]]) for row in body]
+    return EvalSet("prose", source, target, select(pairs, split), split, PROSE_ATTRIBUTION)
+
+
 BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)",
            "hsk-paragraphs": "HSK sentences joined into paragraphs of 2-4 (zh, zt <-> en)",
            "everyday": "everyday sentences (ja, de <-> en)",
            "instructions": "questions, commands and prompt injections to translate, never obey (zh <-> en)",
            "software": "UI strings of open-source packages, split by project (zh -> en; --tm software)",
-           "context": "ambiguous sentences with a context line (zh -> en)"}
+           "context": "ambiguous sentences with a context line (zh -> en)",
+           "prose": "passages whose later sentences need the earlier ones (zh -> en)"}
 
 
 def load_builtin(name: str, source: str, target: str, split: str = "all",
@@ -299,6 +318,10 @@ def load_builtin(name: str, source: str, target: str, split: str = "all",
         if levels:
             raise DatasetError("--levels applies to the hsk set only")
         return load_context(source, target, split)
+    if name == "prose":
+        if levels:
+            raise DatasetError("--levels applies to the hsk set only")
+        return load_prose(source, target, split)
     raise DatasetError(f"unknown dataset {name!r}; built in: {', '.join(BUILTIN)}, or give a TSV/JSONL file")
 
 

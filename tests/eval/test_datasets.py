@@ -139,3 +139,19 @@ def test_the_instructions_set_is_built_in_both_ways():
                                                                                      "test")) == 40
     with pytest.raises(DatasetError, match="instructions set is zh<->en"):
         load_builtin("instructions", "ja", "en")
+
+
+def test_the_prose_set_is_built_in_and_each_pattern_needs_the_dependent_sentence():
+    import re
+
+    evalset = load_builtin("prose", "zh", "en", "all")
+    assert len(evalset) >= 40 and {p.group for p in evalset.pairs} == {"subject", "object", "tense", "number"}
+    for pair in evalset.pairs:
+        assert len(re.findall("[。！？]", pair.source)) >= 2, pair.id  # connected sentences, not one
+        earlier = " ".join(re.split(r"(?<=[.!?])\s+", pair.reference)[:-1])
+        assert re.search(pair.expect, pair.reference, re.IGNORECASE), pair.id
+        assert not re.search(pair.expect, earlier, re.IGNORECASE), pair.id  # only the later sentence carries it
+    dev, test = (load_builtin("prose", "zh", "en", split) for split in ("dev", "test"))
+    assert len(dev) + len(test) == len(evalset) and len(dev) >= 15 and len(test) >= 15
+    with pytest.raises(DatasetError, match="prose set is zh->en"):
+        load_builtin("prose", "en", "zh")
