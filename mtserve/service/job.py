@@ -41,6 +41,7 @@ class Job:
     enqueued_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
     tokens: int | None = None  # source tokens, counted once by a token-budget batcher
+    turns: int = 1  # what it costs its ticket in the scheduler's round robin: the sentences it holds
 
     def fail(self, error: BaseException) -> None:
         """Fail the job's future, marked retrieved: its caller may already have gone."""

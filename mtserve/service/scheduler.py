@@ -6,7 +6,11 @@ which the API turns into 503 + Retry-After) and submits its segments to it.
 Workers, as many as the engine takes at once (``max_concurrency``: its slots,
 and for llama.cpp ``queue_ahead`` more that wait in its own queue), take
 segments round-robin across tickets, so a 200-sentence document gets one slot
-turn per round like a one-line request does, and never blocks it.
+turn per round like a one-line request does, and never blocks it. A segment of
+several sentences (``segment_budget_chars``) costs its ticket as many turns as
+it has sentences: the ticket lets the others go first that many times, so a
+document sent as whole paragraphs takes no larger share of the engine than one
+sent sentence by sentence, while no turn goes unused.
 
 A ticket has a deadline. Past it, or when its owner goes away (client
 disconnect, task cancelled), the ticket closes: its queued segments are
@@ -82,9 +86,12 @@ class Ticket:
     pending: deque[Job] = field(default_factory=deque)
     running: set[Job] = field(default_factory=set)
     closed: bool = False
+    owed_turns: int = 0  # turns to let others take first: its last segment held several sentences
 
-    def submit(self, request: TranslationRequest, on_delta: DeltaCallback | None = None) -> asyncio.Future:
-        return self.scheduler._enqueue(self, request, on_delta)
+    def submit(self, request: TranslationRequest, on_delta: DeltaCallback | None = None,
+               turns: int = 1) -> asyncio.Future:
+        """Queue one segment; ``turns``: what it costs in the round robin (its sentences)."""
+        return self.scheduler._enqueue(self, request, on_delta, turns)
 
     @property
     def remaining_s(self) -> float:
@@ -206,11 +213,12 @@ class Scheduler:
             self._close(ticket, DeadlineExceeded("the request ended before this segment ran"))
 
     # --- internals -------------------------------------------------------------
-    def _enqueue(self, ticket: Ticket, request: TranslationRequest, on_delta: DeltaCallback | None) -> asyncio.Future:
+    def _enqueue(self, ticket: Ticket, request: TranslationRequest, on_delta: DeltaCallback | None,
+                 turns: int = 1) -> asyncio.Future:
         if ticket.closed:
             raise RuntimeError("ticket is closed")
         future = asyncio.get_running_loop().create_future()
-        job = Job(request=request, ticket=ticket, future=future, on_delta=on_delta)
+        job = Job(request=request, ticket=ticket, future=future, on_delta=on_delta, turns=max(1, turns))
         if not ticket.pending:
             self._ready[ticket.priority].append(ticket)
         ticket.pending.append(job)
@@ -233,27 +241,49 @@ class Scheduler:
         self._gauge()
 
     def _next_job(self) -> Job | None:
-        for ready in self._ready.values():  # Priority order: interactive first
-            while ready:
-                ticket = ready.popleft()
+        ticket = self._next_ticket(take=True)
+        if ticket is None:
+            return None
+        job = ticket.pending.popleft()
+        ticket.owed_turns = job.turns - 1
+        if ticket.pending:
+            self._ready[ticket.priority].append(ticket)
+        return job
+
+    def _next_ticket(self, take: bool) -> Ticket | None:
+        """The ticket whose turn it is, in priority order (interactive first), round-robin within a
+        priority; a ticket that owes turns lets each other ticket go first once per turn it owes.
+        ``take``: remove it from its queue and pay the turns passed; else only say which it is."""
+        for ready in self._ready.values():
+            owed: dict[int, int] = {}  # a look (take=False) pays the turns on a copy
+            at = 0
+            while ready and (take or at < len(ready)):
+                ticket = ready[0] if take else ready[at]
                 if ticket.closed or not ticket.pending:
+                    if take:
+                        ready.popleft()
+                    else:
+                        at += 1
                     continue
-                job = ticket.pending.popleft()
-                if ticket.pending:
-                    ready.append(ticket)
-                return job
+                others = any(t is not ticket and not t.closed and t.pending for t in ready)
+                debt = ticket.owed_turns if take else owed.get(ticket.id, ticket.owed_turns)
+                if debt > 0 and others:  # another ticket takes this turn
+                    if take:
+                        ticket.owed_turns -= 1
+                        ready.rotate(-1)
+                    else:
+                        owed[ticket.id] = debt - 1
+                        at = (at + 1) % len(ready)
+                    continue
+                if take:
+                    ready.popleft()
+                return ticket
         return None
 
     # --- the batcher's view of the queue (batcher.JobSource) ---------------------
     def peek_job(self) -> Job | None:
-        for ready in self._ready.values():  # the order _next_job hands jobs out in
-            while ready:
-                ticket = ready[0]
-                if ticket.closed or not ticket.pending:
-                    ready.popleft()
-                    continue
-                return ticket.pending[0]
-        return None
+        ticket = self._next_ticket(take=False)  # the order _next_job hands jobs out in
+        return ticket.pending[0] if ticket is not None else None
 
     def take_job(self) -> Job:
         """The peeked job, claimed: a ticket that closes now cancels it as if it were running."""

@@ -806,7 +806,7 @@ class TranslationService:
                                          temperature, seed, tags, key_id, tm, budget, guidance)
         usage.add(planned)
         pending = [item for item in segments if item.request is not None]
-        outcomes = await ticket.wait([ticket.submit(item.request) for item in pending])
+        outcomes = await ticket.wait([ticket.submit(item.request, turns=item.sentences) for item in pending])
         await asyncio.gather(*[
             self._complete(ticket, item, outcome, usage, target, guard=temperature == 0)
             for item, outcome in zip(pending, outcomes)
@@ -901,7 +901,8 @@ class TranslationService:
             queues: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in segments]
             # A marked segment streams no raw deltas: they would show the view's tags, and its
             # final text may still move them (the "segment" event carries it).
-            futures = [ticket.submit(item.request, on_delta=None if item.marked else queue.put_nowait)
+            futures = [ticket.submit(item.request, on_delta=None if item.marked else queue.put_nowait,
+                                     turns=item.sentences)
                        if item.request else None for item, queue in zip(segments, queues)]
             for i, (item, future, queue) in enumerate(zip(segments, futures, queues)):
                 if item.gap:

@@ -92,6 +92,46 @@ def test_a_short_request_is_not_stuck_behind_a_long_document():
     assert [t for t in order if t.startswith("doc")] == [f"doc{i}" for i in range(20)]
 
 
+def test_a_segment_of_several_sentences_costs_its_ticket_as_many_turns():
+    """A document sent as paragraphs (3 sentences a segment) lets the others take two more rounds
+    after each paragraph: the short requests get the share they would get beside it sentence by
+    sentence."""
+
+    async def main():
+        engine = FakeEngine(delay_s=0.005, slots=1)
+        scheduler = await started(engine)
+
+        async def submitted(texts, turns):
+            async with scheduler.ticket(30) as ticket:
+                await ticket.wait([ticket.submit(req(t), turns=turns) for t in texts])
+
+        await asyncio.gather(submitted(["p0", "p1", "p2"], 3), submitted([f"a{i}" for i in range(6)], 1),
+                             submitted([f"b{i}" for i in range(6)], 1))
+        await scheduler.stop()
+        return [c.text for c in engine.calls]
+
+    assert run(main()) == ["p0", "a0", "b0", "a1", "b1", "a2", "b2", "p1", "a3", "b3", "a4", "b4", "a5", "b5", "p2"]
+
+
+def test_owed_turns_leave_no_turn_unused_and_peek_shows_what_take_gives():
+    async def main():
+        scheduler = Scheduler(FakeEngine().translate, concurrency=1, max_queue=8)  # no workers: taken by hand
+        taken = []
+        async with scheduler.ticket(30) as document, scheduler.ticket(30) as short:
+            document.submit(req("p0"), turns=4)
+            document.submit(req("p1"), turns=4)
+            short.submit(req("s0"))
+            for _ in range(3):  # after s0 nobody else waits: the document's owed turns do not hold it back
+                shown = scheduler.peek_job()
+                job = scheduler.take_job()
+                assert job is shown
+                taken.append(job.request.text)
+            assert scheduler.peek_job() is None
+        return taken
+
+    assert run(main()) == ["p0", "s0", "p1"]
+
+
 def test_full_queue_refuses_at_once_with_retry_after():
     async def main():
         engine = FakeEngine(delay_s=0.2, slots=1)
