@@ -24,7 +24,7 @@ def translate(url, q="你好。", **kw):
 
 def test_sentences_are_split_scheduled_and_reassembled_in_order():
     engine = FakeEngine(slots=2)
-    with serve(engine) as url:
+    with serve(engine, segment_budget_chars=0) as url:  # one sentence per segment
         r = translate(url, q="第一句。第二句！\n\n第三句？")
     assert r.status_code == 200
     assert r.json()["translatedText"] == "<en>第一句。 <en>第二句！\n\n<en>第三句？"

@@ -81,7 +81,7 @@ class _FakeNaiveTarget(NaiveTarget):
 
 
 def test_engine_target_splits_sentences_and_sums_their_figures():
-    target = _FakeEngineTarget(Settings(n_parallel=4))
+    target = _FakeEngineTarget(Settings(n_parallel=4, segment_budget_chars=0))  # one sentence per segment
     target.start()
     reply = target.call(WorkItem("今天很好。明天下雨。", "zh", "en", "paragraph"), stream=True)
     assert reply.ok and [c.text for c in target.engine.calls] == ["今天很好。", "明天下雨。"]

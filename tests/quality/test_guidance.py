@@ -85,7 +85,7 @@ async def test_the_stream_carries_the_guidance_too(tmp_path):
         events = [e async for e in service.stream("提交。然后关闭。", "zh", "en",
                                                   guidance=Guidance(context=CONTEXT))]
     assert events[-1].kind == "done"
-    assert {call.text for call in engine.calls} == {"提交。", "然后关闭。"}
+    assert {call.text for call in engine.calls} == {"提交。然后关闭。"}  # one segment: a short paragraph
     assert any(call.strict for call in engine.calls)  # the guardrails' retry (the output was left in Chinese)
     assert all(call.guidance.context == CONTEXT for call in engine.calls)  # ...keeps the guidance too
 

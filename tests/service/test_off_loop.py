@@ -55,7 +55,7 @@ def test_a_long_text_is_planned_off_the_loop_and_a_short_one_on_it(tmp_path, mon
 def test_off_the_loop_the_answer_and_the_usage_are_the_same(tmp_path, monkeypatch) -> None:
     async def run() -> tuple[list[str], Usage]:
         usage = Usage()
-        async with service_for(FakeEngine(), tmp_path) as service:
+        async with service_for(FakeEngine(), tmp_path, segment_budget_chars=0) as service:  # a segment a sentence
             results = await service.translate([LONG, LONG[:-1], SHORT], "zh", "en", usage=usage)
         return [r.text for r in results], usage
 
