@@ -241,48 +241,37 @@ class Scheduler:
         self._gauge()
 
     def _next_job(self) -> Job | None:
-        ticket = self._next_ticket(take=True)
+        ticket = self._head()
         if ticket is None:
             return None
+        ready = self._ready[ticket.priority]
+        ready.popleft()
         job = ticket.pending.popleft()
         ticket.owed_turns = job.turns - 1
         if ticket.pending:
-            self._ready[ticket.priority].append(ticket)
+            ready.append(ticket)
         return job
 
-    def _next_ticket(self, take: bool) -> Ticket | None:
-        """The ticket whose turn it is, in priority order (interactive first), round-robin within a
-        priority; a ticket that owes turns lets each other ticket go first once per turn it owes.
-        ``take``: remove it from its queue and pay the turns passed; else only say which it is."""
+    def _head(self) -> Ticket | None:
+        """The ticket whose turn it is, left at the front of its queue, in priority order (interactive
+        first): closed and empty tickets are dropped, and one that owes turns goes to the back, paying
+        one, while another ticket waits. The order of the jobs handed out is the same whether the
+        queue was settled by a look (peek_job) or by a take."""
         for ready in self._ready.values():
-            owed: dict[int, int] = {}  # a look (take=False) pays the turns on a copy
-            at = 0
-            while ready and (take or at < len(ready)):
-                ticket = ready[0] if take else ready[at]
+            while ready:
+                ticket = ready[0]
                 if ticket.closed or not ticket.pending:
-                    if take:
-                        ready.popleft()
-                    else:
-                        at += 1
-                    continue
-                others = any(t is not ticket and not t.closed and t.pending for t in ready)
-                debt = ticket.owed_turns if take else owed.get(ticket.id, ticket.owed_turns)
-                if debt > 0 and others:  # another ticket takes this turn
-                    if take:
-                        ticket.owed_turns -= 1
-                        ready.rotate(-1)
-                    else:
-                        owed[ticket.id] = debt - 1
-                        at = (at + 1) % len(ready)
-                    continue
-                if take:
                     ready.popleft()
-                return ticket
+                elif ticket.owed_turns > 0 and any(t is not ticket and not t.closed and t.pending for t in ready):
+                    ticket.owed_turns -= 1
+                    ready.rotate(-1)
+                else:
+                    return ticket
         return None
 
     # --- the batcher's view of the queue (batcher.JobSource) ---------------------
     def peek_job(self) -> Job | None:
-        ticket = self._next_ticket(take=False)  # the order _next_job hands jobs out in
+        ticket = self._head()  # the job _next_job hands out next
         return ticket.pending[0] if ticket is not None else None
 
     def take_job(self) -> Job:
