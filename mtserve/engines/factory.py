@@ -88,12 +88,14 @@ def parse_param_overrides(text: str) -> dict[str, int | float]:
 def checked_param_overrides(text: str) -> dict[str, int | float]:
     """The ``llama_params`` setting, tried on a fresh set of llama.cpp params: a name llama.cpp
     does not have is a configuration error before any model is loaded."""
+    overrides = parse_param_overrides(text)
+    if not overrides:  # the usual case: nothing to check, and no native import before the engine loads
+        return overrides
     import xllamacpp
 
     from mtserve.engines.base import EngineError
     from mtserve.engines.llamacpp import apply_param_overrides
 
-    overrides = parse_param_overrides(text)
     try:
         apply_param_overrides(xllamacpp.CommonParams(), overrides)
     except EngineError as exc:
