@@ -198,6 +198,12 @@ def load_hsk_paragraphs(source: str = "zh", target: str = "en", split: str = "al
     return EvalSet("hsk-paragraphs", source, target, pairs, split, HSK_ATTRIBUTION, notes)
 
 
+def _builtin_rows(filename: str) -> list[dict[str, str]]:
+    """A built-in set's rows (a commented TSV with a header under DATA_DIR), each by column name."""
+    header, *body = _read_tsv_rows(DATA_DIR / filename, comments=True)
+    return [dict(zip(header, row)) for row in body]
+
+
 # --- the everyday set ----------------------------------------------------------------
 EVERYDAY_LANGS = ("en", "ja", "de")
 
@@ -205,11 +211,8 @@ EVERYDAY_LANGS = ("en", "ja", "de")
 def load_everyday(source: str, target: str, split: str = "all") -> EvalSet:
     if source == target or {source, target} - set(EVERYDAY_LANGS) or "en" not in (source, target):
         raise DatasetError(f"the everyday set pairs English with ja or de; {source}->{target} is not one of them")
-    rows = _read_tsv_rows(DATA_DIR / "everyday.tsv", comments=True)
-    header, body = rows[0], rows[1:]
-    col = {name: i for i, name in enumerate(header)}
-    pairs = [EvalPair(id=row[col["id"]], source=row[col[source]], reference=row[col[target]],
-                      group=row[col["group"]]) for row in body]
+    pairs = [EvalPair(id=row["id"], source=row[source], reference=row[target], group=row["group"])
+             for row in _builtin_rows("everyday.tsv")]
     return EvalSet("everyday", source, target, select(pairs, split), split, EVERYDAY_ATTRIBUTION)
 
 
@@ -222,11 +225,8 @@ def load_instructions(source: str, target: str, split: str = "all") -> EvalSet:
     """Questions, commands and prompt injections: an engine that only translates gets them all right."""
     if (source, target) not in (("zh", "en"), ("en", "zh")):
         raise DatasetError(f"the instructions set is zh<->en; {source}->{target} is not one of them")
-    rows = _read_tsv_rows(DATA_DIR / "instructions.tsv", comments=True)
-    header, body = rows[0], rows[1:]
-    col = {name: i for i, name in enumerate(header)}
-    pairs = [EvalPair(id=row[col["id"]], source=row[col[source]], reference=row[col[target]],
-                      group=row[col["group"]]) for row in body]
+    pairs = [EvalPair(id=row["id"], source=row[source], reference=row[target], group=row["group"])
+             for row in _builtin_rows("instructions.tsv")]
     return EvalSet("instructions", source, target, select(pairs, split), split, INSTRUCTIONS_ATTRIBUTION)
 
 
@@ -245,11 +245,8 @@ def load_software(source: str = "zh", target: str = "en", split: str = "dev") ->
                            f"{source}->{target} is not it")
     if split not in SPLITS:
         raise DatasetError(f"unknown split {split!r}; use one of: {', '.join(SPLITS)}")
-    rows = _read_tsv_rows(DATA_DIR / "software.tsv", comments=True)
-    header, body = rows[0], rows[1:]
-    col = {name: i for i, name in enumerate(header)}
-    pairs = [EvalPair(id=row[col["id"]], source=row[col["zh"]], reference=row[col["en"]],
-                      group=row[col["project"]]) for row in body if split in ("all", row[col["split"]])]
+    pairs = [EvalPair(id=row["id"], source=row["zh"], reference=row["en"], group=row["project"])
+             for row in _builtin_rows("software.tsv") if split in ("all", row["split"])]
     projects = len({p.group for p in pairs})
     notes = [f"{projects} projects; split by project (the TM, mtserve eval --tm software, holds others)"]
     return EvalSet("software", source, target, pairs, split, SOFTWARE_ATTRIBUTION, notes)
@@ -264,11 +261,8 @@ def load_context(source: str, target: str, split: str = "all") -> EvalSet:
     """Sentences whose right translation needs their context: with it, the ``expect`` patterns match."""
     if (source, target) != ("zh", "en"):
         raise DatasetError(f"the context set is zh->en; {source}->{target} is not it")
-    rows = _read_tsv_rows(DATA_DIR / "context.tsv", comments=True)
-    header, body = rows[0], rows[1:]
-    col = {name: i for i, name in enumerate(header)}
-    pairs = [EvalPair(id=row[col["id"]], source=row[col["zh"]], reference=row[col["en"]], group=row[col["group"]],
-                      context=row[col["context"]], expect=row[col["expect"]]) for row in body]
+    pairs = [EvalPair(id=row["id"], source=row["zh"], reference=row["en"], group=row["group"],
+                      context=row["context"], expect=row["expect"]) for row in _builtin_rows("context.tsv")]
     return EvalSet("context", source, target, select(pairs, split), split, CONTEXT_ATTRIBUTION)
 
 
@@ -282,11 +276,8 @@ def load_prose(source: str, target: str, split: str = "all") -> EvalSet:
     a plural): translated sentence by sentence it loses it, and the ``expect`` pattern does not match."""
     if (source, target) != ("zh", "en"):
         raise DatasetError(f"the prose set is zh->en; {source}->{target} is not it")
-    rows = _read_tsv_rows(DATA_DIR / "prose.tsv", comments=True)
-    header, body = rows[0], rows[1:]
-    col = {name: i for i, name in enumerate(header)}
-    pairs = [EvalPair(id=row[col["id"]], source=row[col["zh"]], reference=row[col["en"]], group=row[col["group"]],
-                      expect=row[col["expect"]]) for row in body]
+    pairs = [EvalPair(id=row["id"], source=row["zh"], reference=row["en"], group=row["group"],
+                      expect=row["expect"]) for row in _builtin_rows("prose.tsv")]
     return EvalSet("prose", source, target, select(pairs, split), split, PROSE_ATTRIBUTION)
 
 
@@ -299,29 +290,22 @@ BUILTIN = {"hsk": "HSK 1-6 (zh, zt <-> en)",
            "prose": "passages whose later sentences need the earlier ones (zh -> en)"}
 
 
+# The built-in sets without HSK levels, by name.
+LEVELLESS = {"everyday": load_everyday, "instructions": load_instructions, "software": load_software,
+             "context": load_context, "prose": load_prose}
+
+
 def load_builtin(name: str, source: str, target: str, split: str = "all",
                  levels: set[int] | None = None) -> EvalSet:
     if name == "hsk":
         return load_hsk(source, target, split, levels)
     if name == "hsk-paragraphs":
         return load_hsk_paragraphs(source, target, split, levels)
-    if name == "everyday":
+    loader = LEVELLESS.get(name)
+    if loader is not None:
         if levels:
             raise DatasetError("--levels applies to the hsk set only")
-        return load_everyday(source, target, split)
-    if name in ("instructions", "software"):
-        if levels:
-            raise DatasetError("--levels applies to the hsk set only")
-        return load_instructions(source, target, split) if name == "instructions" else load_software(
-            source, target, split)
-    if name == "context":
-        if levels:
-            raise DatasetError("--levels applies to the hsk set only")
-        return load_context(source, target, split)
-    if name == "prose":
-        if levels:
-            raise DatasetError("--levels applies to the hsk set only")
-        return load_prose(source, target, split)
+        return loader(source, target, split)
     raise DatasetError(f"unknown dataset {name!r}; built in: {', '.join(BUILTIN)}, or give a TSV/JSONL file")
 
 
