@@ -13,6 +13,21 @@ def _engine(**options):
                           threads=2, n_parallel=2, ctx_per_slot=256, max_output_tokens=64, **options)
 
 
+def _model(tmp_path):
+    """A file the engine takes for a GGUF model; nothing here loads it."""
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    return model
+
+
+def _started_params(monkeypatch) -> list:
+    """The params each llama.cpp server would be started with (xllamacpp.Server replaced)."""
+    xllamacpp = pytest.importorskip("xllamacpp")
+    started: list = []
+    monkeypatch.setattr(xllamacpp, "Server", lambda params: started.append(params) or object())
+    return started
+
+
 def test_speculative_modes_are_checked_up_front():
     with pytest.raises(EngineError, match="unknown speculative mode"):
         _engine(speculative="eagle")
@@ -42,22 +57,12 @@ def test_param_overrides_reach_nested_and_enum_fields():
 
 
 def test_gpu_layers_reach_llama_cpp(monkeypatch, tmp_path):
-    xllamacpp = pytest.importorskip("xllamacpp")
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF")
-    seen = {}
-
-    def fake_server(params):  # what llama.cpp would be started with
-        seen["n_gpu_layers"] = params.n_gpu_layers
-        seen["n_parallel"] = params.n_parallel
-        return object()
-
-    monkeypatch.setattr(xllamacpp, "Server", fake_server)
+    started, model = _started_params(monkeypatch), _model(tmp_path)
     for layers in (0, 999):
         engine = LlamaCppEngine(model, model_name="m", family="qwen", languages=("zh", "en"), threads=2,
                                 n_parallel=2, ctx_per_slot=256, max_output_tokens=64, gpu_layers=layers)
         engine.load()
-        assert seen == {"n_gpu_layers": layers, "n_parallel": 2}
+        assert (started[-1].n_gpu_layers, started[-1].n_parallel) == (layers, 2)
         engine.close()
 
 
@@ -71,9 +76,7 @@ def test_the_queue_ahead_setting_reaches_the_engine(tmp_path):
     from mtserve.engines.factory import create_engine
     from mtserve.settings import Settings
 
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF")
-    engine = create_engine(Settings(home=tmp_path, model=str(model), n_parallel=3, queue_ahead=1))
+    engine = create_engine(Settings(home=tmp_path, model=str(_model(tmp_path)), n_parallel=3, queue_ahead=1))
     assert (engine.slots, engine.max_concurrency) == (3, 4)
 
 
@@ -82,21 +85,12 @@ def test_the_llama_params_setting_reaches_llama_cpp(monkeypatch, tmp_path):
     from mtserve.engines.factory import create_engine
     from mtserve.settings import Settings
 
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF")
-    seen = {}
-
-    def fake_server(params):  # what llama.cpp would be started with
-        seen.update(flash=params.flash_attn_type, k=params.cache_type_k, draft=params.speculative.draft.n_min,
-                    slots=params.n_parallel)
-        return object()
-
-    monkeypatch.setattr(xllamacpp, "Server", fake_server)
+    started = _started_params(monkeypatch)
     monkeypatch.setenv("MTSERVE_LLAMA_PARAMS", "flash_attn_type=0, cache_type_k=8,speculative.draft.n_min=3")
-    engine = create_engine(Settings(home=tmp_path, model=str(model), n_parallel=3))
-    engine.load()
-    assert seen == {"flash": xllamacpp.llama_flash_attn_type(0), "k": xllamacpp.ggml_type.GGML_TYPE_Q8_0,
-                    "draft": 3, "slots": 3}
+    create_engine(Settings(home=tmp_path, model=str(_model(tmp_path)), n_parallel=3)).load()
+    [params] = started
+    assert (params.flash_attn_type, params.cache_type_k, params.speculative.draft.n_min, params.n_parallel) == (
+        xllamacpp.llama_flash_attn_type(0), xllamacpp.ggml_type.GGML_TYPE_Q8_0, 3, 3)
 
 
 @pytest.mark.parametrize(("value", "words"), [
@@ -112,10 +106,8 @@ def test_a_bad_llama_params_setting_is_a_configuration_error_that_names_it(tmp_p
     from mtserve.engines.factory import EngineConfigError, create_engine
     from mtserve.settings import Settings
 
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF")
     with pytest.raises(EngineConfigError, match=re.escape(words)):
-        create_engine(Settings(home=tmp_path, model=str(model), llama_params=value))
+        create_engine(Settings(home=tmp_path, model=str(_model(tmp_path)), llama_params=value))
 
 
 class _ContextWindow:
