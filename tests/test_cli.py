@@ -46,6 +46,19 @@ def test_unknown_model_is_a_clear_error():
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", [["translate", "你好"], ["translate-file", "-t", "en", "IN"]])
+def test_a_model_llama_cpp_cannot_load_is_one_line_not_a_traceback(tmp_path, command):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(range(256)) * 4)  # passes the header check, fails in llama.cpp
+    text = tmp_path / "in.txt"
+    text.write_text("你好\n", encoding="utf-8")
+    result = mtserve(*[str(text) if part == "IN" else part for part in command], "--model", str(broken))
+    assert result.returncode == 2, result.stderr
+    assert "mtserve: the engine did not start: " in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "in.en.txt").exists()
+
+
 def test_missing_model_names_the_command_to_run(tmp_path):
     result = mtserve("models", "path", "qwen2.5-coder-1.5b-instruct-q4_k_m", "--home", str(tmp_path))
     assert result.returncode == 2

@@ -56,9 +56,7 @@ async def translate_file(settings: Settings, path: Path, source: str, target: st
     await runtime.start()
     bar = None
     try:
-        await runtime.wait_ready()
-        if runtime.service is None:
-            raise RuntimeError(runtime.load_error or "the engine did not start")
+        service = await runtime.ready_service()
         if progress:
             from tqdm import tqdm
 
@@ -71,7 +69,7 @@ async def translate_file(settings: Settings, path: Path, source: str, target: st
                 if section:
                     bar.set_postfix_str(section, refresh=False)
 
-        result = await translate_document(runtime.service, document, source, target,
+        result = await translate_document(service, document, source, target,
                                           chunk_size=settings.files_chunk, on_progress=on_progress,
                                           guidance=guidance)
     finally:
@@ -96,6 +94,7 @@ def cmd_translate_file(args: argparse.Namespace) -> int:
     from mtserve.documents.base import DocumentError
     from mtserve.engines.factory import EngineConfigError
     from mtserve.models.store import ModelStoreError
+    from mtserve.service.runtime import EngineNotReady
     from mtserve.service.scheduler import DeadlineExceeded
     from mtserve.service.translator import UnsupportedLanguage
 
@@ -105,8 +104,8 @@ def cmd_translate_file(args: argparse.Namespace) -> int:
     try:
         written = asyncio.run(translate_file(settings, args.input, args.source, args.target, args.output,
                                              progress=not args.quiet, guidance=guidance_from(args)))
-    except (DocumentError, ModelStoreError, EngineConfigError, UnsupportedLanguage, DeadlineExceeded,
-            ValueError, OSError) as exc:
+    except (DocumentError, ModelStoreError, EngineConfigError, EngineNotReady, UnsupportedLanguage,
+            DeadlineExceeded, ValueError, OSError) as exc:
         return fail(exc)
     except KeyboardInterrupt:
         return 130

@@ -38,10 +38,6 @@ async def _translate_lines(settings: Settings, lines: Iterable[str], source: str
 
     runtime = Runtime(settings)
     await runtime.start()
-    await runtime.wait_ready()
-    if runtime.service is None:
-        raise RuntimeError(runtime.load_error or "the engine did not start")
-    service = runtime.service
     # enough lines in flight to fill every slot or batch, within admission
     window = min(in_flight_capacity(runtime.engine), settings.max_queue)
     pending: list[asyncio.Task] = []
@@ -53,6 +49,7 @@ async def _translate_lines(settings: Settings, lines: Iterable[str], source: str
         return result.text
 
     try:
+        service = await runtime.ready_service()
         for line in lines:  # keep a window of lines in flight; print in input order
             pending.append(asyncio.create_task(one(line)))
             if len(pending) >= window:
@@ -66,6 +63,7 @@ async def _translate_lines(settings: Settings, lines: Iterable[str], source: str
 def cmd_translate(args: argparse.Namespace) -> int:
     from mtserve.engines.factory import EngineConfigError
     from mtserve.models.store import ModelStoreError
+    from mtserve.service.runtime import EngineNotReady
     from mtserve.service.scheduler import DeadlineExceeded
     from mtserve.service.translator import UnsupportedLanguage
 
@@ -77,7 +75,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_translate_lines(settings, lines, args.source, args.target, args.format, sys.stdout,
                                      guidance=guidance_from(args), tm=not args.no_tm))
-    except (ModelStoreError, EngineConfigError, UnsupportedLanguage, DeadlineExceeded) as exc:
+    except (ModelStoreError, EngineConfigError, EngineNotReady, UnsupportedLanguage, DeadlineExceeded) as exc:
         return fail(exc)
     except KeyboardInterrupt:
         return 130

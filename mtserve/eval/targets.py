@@ -93,10 +93,13 @@ class InProcessTarget:
         engine.translate = recording  # the scheduler takes engine.translate when the runtime loads
 
     async def start(self) -> None:
+        from mtserve.service.runtime import EngineNotReady
+
         await self.runtime.start()
-        await self.runtime.wait_ready()
-        if self.runtime.service is None:
-            raise TargetError(self.runtime.load_error or "the engine did not start")
+        try:
+            await self.runtime.ready_service()
+        except EngineNotReady as exc:
+            raise TargetError(str(exc)) from None
 
     def use_memory(self, path: str | Path, source: str, target: str) -> dict:
         """Import a .tsv, .tmx or .po file into this run's translation memory, as ``mtserve tm import``

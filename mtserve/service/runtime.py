@@ -36,6 +36,10 @@ from mtserve.text.detect import LanguageDetector, parse_prior
 log = logging.getLogger(__name__)
 
 
+class EngineNotReady(RuntimeError):
+    """The engine failed to load, or the service to start: a CLI says why in one line and exits."""
+
+
 class Runtime:
     def __init__(self, settings: Settings, engine: Engine | None = None, serving: bool = False):
         self.settings = settings
@@ -79,6 +83,14 @@ class Runtime:
     async def wait_ready(self) -> None:
         if self._loading is not None:
             await self._loading
+
+    async def ready_service(self) -> TranslationService:
+        """The service once loading is over, for a one-shot command; ``EngineNotReady`` with the
+        reason (the one /health reports) when there is none."""
+        await self.wait_ready()
+        if self.service is None:
+            raise EngineNotReady(f"the engine did not start: {self.load_error or 'loading was stopped'}")
+        return self.service
 
     async def _load(self) -> None:
         if self._detector is None:
