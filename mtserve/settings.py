@@ -75,6 +75,12 @@ class Settings(BaseSettings):
         "starts the next one in its very next decode step. They wait in llama.cpp's own queue, first "
         "come first served."
     )
+    paragraph_slots: int = Field(
+        0, ge=0, description="Segments of several sentences (see segment_budget_chars) one request may have "
+        "in the engine at once. Such a segment holds its slot until all its sentences are written, so a "
+        "document that came first could otherwise fill every slot and keep the one-line requests after it "
+        "waiting for a whole paragraph. 0 = half the engine's slots (at least 1)."
+    )
     max_output_tokens: int = Field(
         512, description="Hard cap on generated tokens per segment."
     )

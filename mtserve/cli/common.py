@@ -16,7 +16,7 @@ from mtserve.settings import Settings
 
 SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_slot", "prompt_cache_ram_mib",
                   "llama_params", "queue_ahead", "max_output_tokens", "max_queue", "request_timeout_s", "cache_size",
-                  "segment_max_chars", "segment_budget_chars",
+                  "segment_max_chars", "segment_budget_chars", "paragraph_slots",
                   "detect_prior", "log_level", "log_format",
                   # seq2seq engines and the dynamic batcher
                   "max_batch_size", "batch_type", "max_queue_delay_ms", "inter_threads", "num_beams",

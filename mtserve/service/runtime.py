@@ -110,6 +110,7 @@ class Runtime:
             metrics=self.metrics,
             on_engine_dead=self._engine_dead,
             batcher=batcher_for(self.engine, self.settings.max_queue_delay_ms),  # None: one at a time
+            long_jobs_per_ticket=self._paragraph_slots(),
         )
         await scheduler.start()
         self._scheduler = scheduler
@@ -125,6 +126,14 @@ class Runtime:
             return
         self.metrics.ready.set(1)
         log.info("service ready", extra={"event": "ready", "model": self.model.model})
+
+    def _paragraph_slots(self) -> int:
+        """The paragraphs one request may run at once: the setting, or half the slots, so that the
+        other half turns over sentence by sentence for whoever comes next."""
+        slots = self.engine.max_concurrency  # llama.cpp's counts queue_ahead more, which wait in its queue
+        if self.engine.name == "llamacpp":
+            slots -= self.settings.queue_ahead
+        return self.settings.paragraph_slots or max(1, slots // 2)
 
     async def _warm_strict(self) -> None:
         """Compute the strict retry's prompt of each pair of ``settings.warm_strict`` once, before

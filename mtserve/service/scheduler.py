@@ -10,7 +10,11 @@ turn per round like a one-line request does, and never blocks it. A segment of
 several sentences (``segment_budget_chars``) costs its ticket as many turns as
 it has sentences: the ticket lets the others go first that many times, so a
 document sent as whole paragraphs takes no larger share of the engine than one
-sent sentence by sentence, while no turn goes unused.
+sent sentence by sentence, while no turn goes unused. Such segments hold a slot
+for as long as they have sentences, so one ticket runs at most
+``long_jobs_per_ticket`` of them at once (the runtime gives half the engine's
+slots): a document that arrives first cannot fill every slot with paragraphs
+and make the one-line requests after it wait for a whole paragraph.
 
 A ticket has a deadline. Past it, or when its owner goes away (client
 disconnect, task cancelled), the ticket closes: its queued segments are
@@ -128,12 +132,15 @@ class Scheduler:
         metrics: Metrics | None = None,
         on_engine_dead: Callable[[Exception], None] | None = None,
         batcher: DynamicBatcher | None = None,
+        long_jobs_per_ticket: int | None = None,
     ):
         # One worker loop for every engine: a segment-at-a-time engine is a batch policy of size 1.
         self._batcher = batcher if batcher is not None else DynamicBatcher.one_at_a_time(engine_call)
         self._on_engine_dead = on_engine_dead
         self._running: set[Job] = set()  # across all tickets, closed ones included
         self.concurrency = max(1, concurrency)
+        # segments of several sentences one ticket may run at once; None: no cap
+        self.long_jobs_per_ticket = None if long_jobs_per_ticket is None else max(1, long_jobs_per_ticket)
         self.max_queue = max(1, max_queue)
         self.metrics = metrics
         self._tickets: set[Ticket] = set()
@@ -252,17 +259,31 @@ class Scheduler:
             ready.append(ticket)
         return job
 
+    def _at_long_cap(self, ticket: Ticket) -> bool:
+        """Its next segment holds several sentences, and it already runs as many such as it may."""
+        if self.long_jobs_per_ticket is None or ticket.pending[0].turns <= 1:
+            return False
+        return sum(1 for job in ticket.running if job.turns > 1) >= self.long_jobs_per_ticket
+
     def _head(self) -> Ticket | None:
         """The ticket whose turn it is, left at the front of its queue, in priority order (interactive
-        first): closed and empty tickets are dropped, and one that owes turns goes to the back, paying
-        one, while another ticket waits. The order of the jobs handed out is the same whether the
+        first): closed and empty tickets are dropped; one that owes turns goes to the back, paying
+        one, while another ticket could go; one at its cap of long segments goes to the back, and
+        waits while no other could go. The order of the jobs handed out is the same whether the
         queue was settled by a look (peek_job) or by a take."""
         for ready in self._ready.values():
             while ready:
                 ticket = ready[0]
                 if ticket.closed or not ticket.pending:
                     ready.popleft()
-                elif ticket.owed_turns > 0 and any(t is not ticket and not t.closed and t.pending for t in ready):
+                    continue
+                another = any(t is not ticket and not t.closed and t.pending and not self._at_long_cap(t)
+                              for t in ready)
+                if self._at_long_cap(ticket):
+                    if not another:
+                        break  # nothing of this priority may go now; a lower one may
+                    ready.rotate(-1)
+                elif ticket.owed_turns > 0 and another:
                     ticket.owed_turns -= 1
                     ready.rotate(-1)
                 else:
@@ -324,6 +345,7 @@ class Scheduler:
                 job.ticket.running.discard(job)
                 self._running.discard(job)
             self._gauge(running_delta=-len(jobs))
+            self._wakeup.set()  # a ticket at its cap of long segments may go again
 
     def _settle(self, job: Job, outcome: Outcome, started: float, engine_s: float, batch_size: int) -> None:
         """Hand one batch member its own result or failure."""

@@ -132,6 +132,75 @@ def test_owed_turns_leave_no_turn_unused_and_peek_shows_what_take_gives():
     assert run(main()) == ["p0", "s0", "p1"]
 
 
+def test_a_ticket_runs_at_most_its_cap_of_long_segments_and_peek_agrees():
+    async def main():
+        scheduler = Scheduler(FakeEngine().translate, concurrency=4, max_queue=8, long_jobs_per_ticket=2)
+        taken = []
+
+        def take() -> None:
+            shown = scheduler.peek_job()
+            job = scheduler.take_job()
+            assert job is shown
+            taken.append(job)
+
+        async with scheduler.ticket(30) as document, scheduler.ticket(30) as lines:
+            for i in range(4):
+                document.submit(req(f"p{i}"), turns=5)
+            take(), take()
+            assert scheduler.peek_job() is None  # two paragraphs run: the others wait, though workers are free
+            for i in range(3):
+                lines.submit(req(f"s{i}"))
+            take(), take()  # one-sentence segments have no cap
+            document.running.discard(taken[0])  # p0 is done: the document may run another paragraph
+            take()  # but it still owes p1's turns while others wait
+            lines.submit(req("s3"))
+            take(), take()
+            assert scheduler.peek_job() is None  # p2 and p1 run: p3 waits again
+        return [job.request.text for job in taken]
+
+    assert run(main()) == ["p0", "p1", "s0", "s1", "s2", "s3", "p2"]
+
+
+def test_a_document_of_paragraphs_that_came_first_leaves_slots_to_a_later_request():
+    """Without the cap its four paragraphs would fill the four slots, and the one-line request
+    would wait for a whole paragraph; with it the request runs next, beside the document."""
+
+    async def main():
+        engine = FakeEngine(delay_s=0.5, slots=4)
+        scheduler = await started(engine, long_jobs_per_ticket=2)
+
+        async def document():
+            async with scheduler.ticket(30) as ticket:
+                await ticket.wait([ticket.submit(req(f"p{i}"), turns=5) for i in range(4)])
+
+        async def short():
+            await until(lambda: len(engine.calls) >= 2, what="the document's first paragraphs")
+            async with scheduler.ticket(30) as ticket:
+                await ticket.wait([ticket.submit(req("short"))])
+
+        await asyncio.gather(document(), short())
+        await scheduler.stop()
+        return [c.text for c in engine.calls]
+
+    assert run(main()) == ["p0", "p1", "short", "p2", "p3"]
+
+
+def test_a_lone_document_of_sentences_still_fills_every_slot():
+    async def main():
+        engine = FakeEngine(delay_s=0.3, slots=4)
+        scheduler = await started(engine, long_jobs_per_ticket=2)
+        async with scheduler.ticket(30) as ticket:
+            await ticket.wait([ticket.submit(req(f"s{i}")) for i in range(8)])
+        async with scheduler.ticket(30) as ticket:
+            await ticket.wait([ticket.submit(req(f"p{i}"), turns=3) for i in range(4)])
+        await scheduler.stop()
+        return engine
+
+    engine = run(main())
+    assert engine.peak_in_flight == 4  # the sentences; the paragraphs ran two at a time
+    assert [c.text for c in engine.calls][8:] == ["p0", "p1", "p2", "p3"]
+
+
 def test_full_queue_refuses_at_once_with_retry_after():
     async def main():
         engine = FakeEngine(delay_s=0.2, slots=1)

@@ -1,0 +1,40 @@
+"""The runtime's cap on one request's paragraphs in flight (``paragraph_slots``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mtserve.service.runtime import Runtime
+from mtserve.settings import Settings
+from tests.fakes import FakeEngine
+
+
+class LlamaLikeEngine(FakeEngine):
+    name = "llamacpp"  # its max_concurrency counts queue_ahead segments that wait in llama.cpp's queue
+
+    def __init__(self, slots: int, queue_ahead: int):
+        super().__init__(slots=slots + queue_ahead)
+
+
+def _cap(tmp_path, engine, **settings) -> int | None:
+    async def main():
+        runtime = Runtime(Settings(home=tmp_path, **settings), engine)
+        await runtime.start()
+        await runtime.wait_ready()
+        cap = runtime.service.scheduler.long_jobs_per_ticket
+        await runtime.stop()
+        return cap
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(("engine", "settings", "cap"), [
+    (LlamaLikeEngine(slots=4, queue_ahead=2), {"queue_ahead": 2}, 2),  # half the slots, not of the workers
+    (LlamaLikeEngine(slots=1, queue_ahead=2), {"queue_ahead": 2}, 1),  # never 0
+    (LlamaLikeEngine(slots=4, queue_ahead=2), {"queue_ahead": 2, "paragraph_slots": 4}, 4),
+    (FakeEngine(slots=8), {}, 4),
+])
+def test_one_request_runs_paragraphs_in_half_the_slots_unless_set(tmp_path, engine, settings, cap):
+    assert _cap(tmp_path, engine, **settings) == cap
