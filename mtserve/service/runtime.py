@@ -103,14 +103,16 @@ class Runtime:
             log.error("engine failed to load", extra={"event": "load_failed", "error": self.load_error})
             return
         await self._warm_strict()
+        batcher = batcher_for(self.engine, self.settings.max_queue_delay_ms)  # None: one at a time
         scheduler = Scheduler(
             self.engine.translate,
             concurrency=self.engine.max_concurrency,
             max_queue=self.settings.max_queue,
             metrics=self.metrics,
             on_engine_dead=self._engine_dead,
-            batcher=batcher_for(self.engine, self.settings.max_queue_delay_ms),  # None: one at a time
-            long_jobs_per_ticket=self._paragraph_slots(),
+            batcher=batcher,
+            # a batch decodes its members together: a cap would only make a document's batches smaller
+            long_jobs_per_ticket=self._paragraph_slots() if batcher is None else None,
         )
         await scheduler.start()
         self._scheduler = scheduler

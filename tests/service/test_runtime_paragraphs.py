@@ -18,6 +18,19 @@ class LlamaLikeEngine(FakeEngine):
         super().__init__(slots=slots + queue_ahead)
 
 
+class BatchLikeEngine(FakeEngine):
+    """Declares batching (``BatchingEngine``): the scheduler then hands it batches, never one segment."""
+
+    max_batch_size = 8
+    batch_type = "examples"
+
+    def batch_cost(self, request):
+        return 1
+
+    def translate_batch(self, requests, cancels=None):
+        return [self.translate(request) for request in requests]
+
+
 def _cap(tmp_path, engine, **settings) -> int | None:
     async def main():
         runtime = Runtime(Settings(home=tmp_path, **settings), engine)
@@ -35,6 +48,7 @@ def _cap(tmp_path, engine, **settings) -> int | None:
     (LlamaLikeEngine(slots=1, queue_ahead=2), {"queue_ahead": 2}, 1),  # never 0
     (LlamaLikeEngine(slots=4, queue_ahead=2), {"queue_ahead": 2, "paragraph_slots": 4}, 4),
     (FakeEngine(slots=8), {}, 4),
+    (BatchLikeEngine(slots=1), {}, None),  # a batch of a document's paragraphs stays whole
 ])
 def test_one_request_runs_paragraphs_in_half_the_slots_unless_set(tmp_path, engine, settings, cap):
     assert _cap(tmp_path, engine, **settings) == cap
