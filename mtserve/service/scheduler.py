@@ -277,18 +277,20 @@ class Scheduler:
                 if ticket.closed or not ticket.pending:
                     ready.popleft()
                     continue
-                another = any(t is not ticket and not t.closed and t.pending and not self._at_long_cap(t)
-                              for t in ready)
-                if self._at_long_cap(ticket):
-                    if not another:
+                capped = self._at_long_cap(ticket)
+                if not capped and ticket.owed_turns <= 0:
+                    return ticket  # the usual case: no look at the others
+                if not any(t is not ticket and self._could_go(t) for t in ready):
+                    if capped:
                         break  # nothing of this priority may go now; a lower one may
-                    ready.rotate(-1)
-                elif ticket.owed_turns > 0 and another:
-                    ticket.owed_turns -= 1
-                    ready.rotate(-1)
-                else:
                     return ticket
+                if not capped:
+                    ticket.owed_turns -= 1
+                ready.rotate(-1)
         return None
+
+    def _could_go(self, ticket: Ticket) -> bool:
+        return not ticket.closed and bool(ticket.pending) and not self._at_long_cap(ticket)
 
     # --- the batcher's view of the queue (batcher.JobSource) ---------------------
     def peek_job(self) -> Job | None:
@@ -345,7 +347,8 @@ class Scheduler:
                 job.ticket.running.discard(job)
                 self._running.discard(job)
             self._gauge(running_delta=-len(jobs))
-            self._wakeup.set()  # a ticket at its cap of long segments may go again
+            if self.long_jobs_per_ticket is not None:
+                self._wakeup.set()  # a ticket at its cap of long segments may go again
 
     def _settle(self, job: Job, outcome: Outcome, started: float, engine_s: float, batch_size: int) -> None:
         """Hand one batch member its own result or failure."""
