@@ -174,6 +174,13 @@ class LlamaCppEngine:
         # soak saw RSS climb in 30-50 MB steps. Short sentences gain nothing from it (each
         # slot already keeps the shared prefix in its KV cache), so it is kept small.
         params.cache_ram_mib = self._prompt_cache_ram_mib
+        # By default llama.cpp also copies every idle slot into that cache whenever a task starts.
+        # Without a unified KV cache the slot keeps its state anyway, so the copies only push the
+        # entries that matter out of the cache, first in first out: under steady traffic the warmed
+        # strict prompt was evicted within a minute, and each later retry recomputed its ~630
+        # tokens in the batch every slot decodes in, stopping them all for ~5 s (BENCHMARKS.md,
+        # session 30). Off, a state enters the cache only when its slot is taken for another prompt.
+        params.cache_idle_slots = False
         params.warmup = True
         if self._speculative != "none":
             spec = params.speculative

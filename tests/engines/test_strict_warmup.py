@@ -53,6 +53,32 @@ def test_a_warmed_strict_prompt_is_served_from_the_prompt_cache(model_path):
     assert computed < 40 and cached > 500  # only the text's own turn is computed
 
 
+@pytest.mark.model
+def test_the_warmed_strict_prompt_outlives_the_traffic_after_it(model_path):
+    """Busy slots that turn over leave idle ones with new states at every task's start. llama.cpp's
+    own default copies each into the prompt cache then, and with a budget of a few states the
+    warmed strict prompt, the oldest entry, was the one pushed out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mtserve.engines.llamacpp import LlamaCppEngine
+
+    engine = LlamaCppEngine(model_path, model_name="m", family="qwen", languages=("zh", "en"), threads=2,
+                            n_parallel=4, ctx_per_slot=1024, max_output_tokens=16, prompt_cache_ram_mib=16)
+    engine.load()
+    subjects = ("他显得很高兴。", "今天下雨了。", "我们明天见。", "这本书很有意思。")
+    endings = ("请关上门。", "火车晚点了。", "她在学习中文。", "这个问题很难。")
+    try:
+        engine.warm_strict([("zh", "en")])
+        with ThreadPoolExecutor(6) as pool:  # more callers than slots, as under load
+            list(pool.map(lambda text: engine.translate(TranslationRequest(text, "zh", "en", max_tokens=4)),
+                          [a + b for a in subjects for b in endings]))
+        engine.translate(TranslationRequest("一加一等于几？", "zh", "en", strict=True))
+        timings = engine.last_timings()
+    finally:
+        engine.close()
+    assert int(timings["prompt_n"]) < 40 and int(timings["cache_n"]) > 500, timings
+
+
 class WarmableEngine(FakeEngine):
     prompted = True
 
