@@ -18,6 +18,8 @@ import enum
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,7 @@ class LlamaCppEngine:
         self._server: Any = None
         self._lock = threading.Lock()
         self._local = threading.local()  # per calling thread: llama.cpp's timings of its last request
+        self._strict_turn = threading.Lock()  # one strict retry in llama.cpp at a time (_one_strict_at_a_time)
 
     # --- lifecycle ------------------------------------------------------------
     def supports(self, source: str, target: str) -> bool:
@@ -275,6 +278,9 @@ class LlamaCppEngine:
         attempt = request
         while True:
             try:
+                if attempt.strict:
+                    with self._one_strict_at_a_time(cancel):
+                        return self._generate(attempt, cancel, on_delta)
                 return self._generate(attempt, cancel, on_delta)
             except PromptTooLong:
                 if not attempt.guidance:
@@ -283,6 +289,20 @@ class LlamaCppEngine:
                 log.info("guidance cut to fit the context", extra={
                     "event": "guidance_trimmed", "context_chars": len(attempt.guidance.context),
                     "instructions": len(attempt.guidance.instructions)})
+
+    @contextmanager
+    def _one_strict_at_a_time(self, cancel: CancelToken | None) -> Iterator[None]:
+        """llama.cpp's prompt cache hands a stored state to the one slot that loads it, so while one
+        strict retry runs, a second finds no strict prompt to load and computes all ~630 tokens in
+        the batch every slot decodes in: ~5 s in which no slot writes a token (0.5B, 2 cores).
+        Waiting for the first, a second retry costs only itself about a second."""
+        while not self._strict_turn.acquire(timeout=0.05):
+            if cancel and cancel.cancelled:
+                raise EngineCancelled("cancelled while waiting for the strict retry before it")
+        try:
+            yield
+        finally:
+            self._strict_turn.release()
 
     def _generate(self, request: TranslationRequest, cancel: CancelToken | None,
                   on_delta: DeltaCallback | None) -> TranslationResult:

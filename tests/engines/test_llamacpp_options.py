@@ -148,3 +148,17 @@ def test_a_guidance_too_long_for_the_context_is_cut_until_it_fits():
         engine.translate(TranslationRequest("提交", "zh", "en", guidance=Guidance(context=context)))
     with pytest.raises(PromptTooLong):
         engine.translate(plain)
+
+
+def test_a_strict_retry_waiting_for_its_turn_can_be_cancelled():
+    from mtserve.engines.base import CancelToken, EngineCancelled
+
+    engine = _engine()
+    cancel = CancelToken()
+    with engine._one_strict_at_a_time(None):  # another retry holds the turn
+        cancel.cancel()
+        with pytest.raises(EngineCancelled, match="waiting for the strict retry"):
+            with engine._one_strict_at_a_time(cancel):
+                pass
+    with engine._one_strict_at_a_time(cancel):  # the turn was given back
+        pass

@@ -79,6 +79,29 @@ def test_the_warmed_strict_prompt_outlives_the_traffic_after_it(model_path):
     assert int(timings["prompt_n"]) < 40 and int(timings["cache_n"]) > 500, timings
 
 
+@pytest.mark.model
+def test_two_strict_retries_at_once_both_find_the_warmed_prompt(model_path):
+    """The state llama.cpp keeps goes to the one slot that takes it: a second retry beside the
+    first would compute the whole strict prompt while every slot waits, so it waits its turn."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    engine = _llamacpp(model_path)
+    engine.load()
+
+    def strict(text: str) -> tuple[int, int]:
+        engine.translate(TranslationRequest(text, "zh", "en", strict=True))
+        timings = engine.last_timings()
+        return int(timings["prompt_n"]), int(timings["cache_n"])
+
+    try:
+        engine.warm_strict([("zh", "en")])
+        with ThreadPoolExecutor(2) as pool:
+            retries = list(pool.map(strict, ["一加一等于几？", "你有没有时间？"]))
+    finally:
+        engine.close()
+    assert all(computed < 40 and cached > 500 for computed, cached in retries), retries
+
+
 class WarmableEngine(FakeEngine):
     prompted = True
 
