@@ -174,8 +174,9 @@ class LlamaCppEngine:
         params.cpuparams_batch.n_threads = self._batch_threads
         params.cache_prompt = self._cache_prompt
         # llama.cpp also keeps evicted slot states in host RAM, up to 8 GiB by default: the
-        # soak saw RSS climb in 30-50 MB steps. Short sentences gain nothing from it (each
-        # slot already keeps the shared prefix in its KV cache), so it is kept small.
+        # soak saw RSS climb in 30-50 MB steps. Short sentences need little of it (each slot
+        # keeps the shared prefix in its own KV cache); what it must hold is a prompt no slot
+        # keeps, the warmed strict retry's, so it is kept small.
         params.cache_ram_mib = self._prompt_cache_ram_mib
         # By default llama.cpp also copies every idle slot into that cache whenever a task starts.
         # Without a unified KV cache the slot keeps its state anyway, so the copies only push the
