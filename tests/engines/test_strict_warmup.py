@@ -18,19 +18,24 @@ from mtserve.settings import Settings
 from tests.fakes import FakeEngine
 
 
-def _llamacpp(model_path):
+def _llamacpp(model_path, n_parallel: int = 2, max_output_tokens: int = 32, **options):
     from mtserve.engines.llamacpp import LlamaCppEngine
 
     return LlamaCppEngine(model_path, model_name="m", family="qwen", languages=("zh", "en"), threads=2,
-                          n_parallel=2, ctx_per_slot=1024, max_output_tokens=32)
+                          n_parallel=n_parallel, ctx_per_slot=1024, max_output_tokens=max_output_tokens, **options)
+
+
+def _strict_retry_tokens(engine, text: str = "一加一等于几？") -> tuple[int, int]:
+    """(tokens computed, tokens from cache) of a strict retry of ``text``, as this thread made it."""
+    engine.translate(TranslationRequest(text, "zh", "en", strict=True))
+    timings = engine.last_timings()
+    return int(timings["prompt_n"]), int(timings["cache_n"])
 
 
 def _strict_prompt_tokens(engine) -> tuple[int, int]:
     """(tokens computed, tokens from cache) of a strict retry after a normal request."""
     engine.translate(TranslationRequest("他显得很高兴。", "zh", "en"))
-    engine.translate(TranslationRequest("一加一等于几？", "zh", "en", strict=True))
-    timings = engine.last_timings()
-    return int(timings["prompt_n"]), int(timings["cache_n"])
+    return _strict_retry_tokens(engine)
 
 
 @pytest.mark.model
@@ -60,10 +65,7 @@ def test_the_warmed_strict_prompt_outlives_the_traffic_after_it(model_path):
     warmed strict prompt, the oldest entry, was the one pushed out."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from mtserve.engines.llamacpp import LlamaCppEngine
-
-    engine = LlamaCppEngine(model_path, model_name="m", family="qwen", languages=("zh", "en"), threads=2,
-                            n_parallel=4, ctx_per_slot=1024, max_output_tokens=16, prompt_cache_ram_mib=16)
+    engine = _llamacpp(model_path, n_parallel=4, max_output_tokens=16, prompt_cache_ram_mib=16)
     engine.load()
     subjects = ("他显得很高兴。", "今天下雨了。", "我们明天见。", "这本书很有意思。")
     endings = ("请关上门。", "火车晚点了。", "她在学习中文。", "这个问题很难。")
@@ -72,11 +74,10 @@ def test_the_warmed_strict_prompt_outlives_the_traffic_after_it(model_path):
         with ThreadPoolExecutor(6) as pool:  # more callers than slots, as under load
             list(pool.map(lambda text: engine.translate(TranslationRequest(text, "zh", "en", max_tokens=4)),
                           [a + b for a in subjects for b in endings]))
-        engine.translate(TranslationRequest("一加一等于几？", "zh", "en", strict=True))
-        timings = engine.last_timings()
+        computed, cached = _strict_retry_tokens(engine)
     finally:
         engine.close()
-    assert int(timings["prompt_n"]) < 40 and int(timings["cache_n"]) > 500, timings
+    assert computed < 40 and cached > 500, (computed, cached)
 
 
 @pytest.mark.model
@@ -87,16 +88,11 @@ def test_two_strict_retries_at_once_both_find_the_warmed_prompt(model_path):
 
     engine = _llamacpp(model_path)
     engine.load()
-
-    def strict(text: str) -> tuple[int, int]:
-        engine.translate(TranslationRequest(text, "zh", "en", strict=True))
-        timings = engine.last_timings()
-        return int(timings["prompt_n"]), int(timings["cache_n"])
-
     try:
         engine.warm_strict([("zh", "en")])
         with ThreadPoolExecutor(2) as pool:
-            retries = list(pool.map(strict, ["一加一等于几？", "你有没有时间？"]))
+            retries = list(pool.map(lambda text: _strict_retry_tokens(engine, text),
+                                    ["一加一等于几？", "你有没有时间？"]))
     finally:
         engine.close()
     assert all(computed < 40 and cached > 500 for computed, cached in retries), retries
