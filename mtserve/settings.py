@@ -79,7 +79,8 @@ class Settings(BaseSettings):
         0, ge=0, description="Segments of several sentences (see segment_budget_chars) one request may have "
         "in the engine at once. Such a segment holds its slot until all its sentences are written, so a "
         "document that came first could otherwise fill every slot and keep the one-line requests after it "
-        "waiting for a whole paragraph. 0 = half the engine's slots (at least 1). Engines that decode "
+        "waiting for a whole paragraph. A request starts its second and later ones only while no other "
+        "request has a segment waiting. 0 = half the engine's slots (at least 1). Engines that decode "
         "batches (the seq2seq ones) have no cap."
     )
     max_output_tokens: int = Field(

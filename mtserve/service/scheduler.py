@@ -11,10 +11,12 @@ several sentences (``segment_budget_chars``) costs its ticket as many turns as
 it has sentences: the ticket lets the others go first that many times, so a
 document sent as whole paragraphs takes no larger share of the engine than one
 sent sentence by sentence, while no turn goes unused. Such segments hold a slot
-for as long as they have sentences, so one ticket runs at most
-``long_jobs_per_ticket`` of them at once (the runtime gives half the engine's
-slots): a document that arrives first cannot fill every slot with paragraphs
-and make the one-line requests after it wait for a whole paragraph.
+for as long as they have sentences, so a ticket that already runs one starts
+another only while no other ticket has a segment that could go, and never
+more than ``long_jobs_per_ticket`` at once (the runtime gives half the
+engine's slots): a document takes the slots nobody else wants, and one that
+arrives first cannot fill every slot with paragraphs and make the one-line
+requests after it wait for a whole paragraph.
 
 A ticket has a deadline. Past it, or when its owner goes away (client
 disconnect, task cancelled), the ticket closes: its queued segments are
@@ -259,18 +261,24 @@ class Scheduler:
             ready.append(ticket)
         return job
 
+    def _long_running(self, ticket: Ticket) -> int:
+        """How many segments of several sentences it runs, when its next one is such a segment too
+        (0 otherwise, or with no cap: its next segment is not held back by the ones running)."""
+        if self.long_jobs_per_ticket is None or ticket.pending[0].turns <= 1:
+            return 0
+        return sum(1 for job in ticket.running if job.turns > 1)
+
     def _at_long_cap(self, ticket: Ticket) -> bool:
         """Its next segment holds several sentences, and it already runs as many such as it may."""
-        if self.long_jobs_per_ticket is None or ticket.pending[0].turns <= 1:
-            return False
-        return sum(1 for job in ticket.running if job.turns > 1) >= self.long_jobs_per_ticket
+        return self.long_jobs_per_ticket is not None and self._long_running(ticket) >= self.long_jobs_per_ticket
 
     def _head(self) -> Ticket | None:
         """The ticket whose turn it is, left at the front of its queue, in priority order (interactive
-        first): closed and empty tickets are dropped; one that owes turns goes to the back, paying
-        one, while another ticket could go; one at its cap of long segments goes to the back, and
-        waits while no other could go. The order of the jobs handed out is the same whether the
-        queue was settled by a look (peek_job) or by a take."""
+        first): closed and empty tickets are dropped; one that owes turns, or that would start a
+        second long segment beside one it runs, goes to the back while another ticket could go (the
+        first paying a turn); one at its cap of long segments goes to the back, and waits while no
+        other could go. The order of the jobs handed out is the same whether the queue was settled
+        by a look (peek_job) or by a take."""
         for ready in self._ready.values():
             while ready:
                 ticket = ready[0]
@@ -278,7 +286,7 @@ class Scheduler:
                     ready.popleft()
                     continue
                 capped = self._at_long_cap(ticket)
-                if not capped and ticket.owed_turns <= 0:
+                if not capped and ticket.owed_turns <= 0 and not self._long_running(ticket):
                     return ticket  # the usual case: no look at the others
                 if not any(t is not ticket and self._could_go(t) for t in ready):
                     if capped:
@@ -290,7 +298,8 @@ class Scheduler:
         return None
 
     def _could_go(self, ticket: Ticket) -> bool:
-        return not ticket.closed and bool(ticket.pending) and not self._at_long_cap(ticket)
+        """It has a segment that may start now without holding a second slot for long."""
+        return not ticket.closed and bool(ticket.pending) and not self._long_running(ticket)
 
     # --- the batcher's view of the queue (batcher.JobSource) ---------------------
     def peek_job(self) -> Job | None:

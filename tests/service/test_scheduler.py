@@ -161,6 +161,35 @@ def test_a_ticket_runs_at_most_its_cap_of_long_segments_and_peek_agrees():
     assert run(main()) == ["p0", "p1", "s0", "s1", "s2", "s3", "p2"]
 
 
+def test_a_second_long_segment_waits_until_no_other_ticket_has_work():
+    """Beside requests that keep coming a document runs one paragraph at a time, whatever it has
+    paid in turns; its cap of two is for the slots nobody else wants."""
+
+    async def main():
+        scheduler = Scheduler(FakeEngine().translate, concurrency=8, max_queue=8, long_jobs_per_ticket=2)
+        taken = []
+
+        def take() -> None:
+            shown = scheduler.peek_job()
+            job = scheduler.take_job()
+            assert job is shown
+            taken.append(job.request.text)
+
+        async with scheduler.ticket(30) as document, scheduler.ticket(30) as lines:
+            for i in range(3):
+                document.submit(req(f"p{i}"), turns=2)
+            take()
+            for i in range(6):
+                lines.submit(req(f"s{i}"))
+            for _ in range(6):
+                take()
+            take()  # the lines are all running: the document takes a second slot
+            assert scheduler.peek_job() is None  # and no third
+        return taken
+
+    assert run(main()) == ["p0", "s0", "s1", "s2", "s3", "s4", "s5", "p1"]
+
+
 def test_a_document_of_paragraphs_that_came_first_leaves_slots_to_a_later_request():
     """Without the cap its four paragraphs would fill the four slots, and the one-line request
     would wait for a whole paragraph; with it the request runs next, beside the document."""
