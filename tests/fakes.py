@@ -34,6 +34,7 @@ class FakeEngine:
         self.model_name = "fake-model"
         self.languages = languages
         self.max_concurrency = slots
+        self.slots = slots
         self.delay_s = delay_s
         self.delays = delays or {}  # per-text delay, overriding delay_s
         self.hang_on = hang_on  # text that blocks its thread, deaf to cancellation, until release()

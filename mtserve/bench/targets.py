@@ -245,9 +245,8 @@ class EngineTarget:
 
     def describe(self) -> dict:
         return {"kind": self.kind, "model": self.settings.model, "threads": self.settings.threads,
-                # llama.cpp's slots, not max_concurrency, which adds the segments queued ahead
-                "n_parallel": getattr(self.engine, "slots", getattr(self.engine, "max_concurrency",
-                                                                    self.settings.n_parallel)),
+                # the engine's slots, not max_concurrency, which adds the segments queued ahead
+                "n_parallel": self.engine.slots if self.engine is not None else self.settings.n_parallel,
                 "pid": os.getpid()}
 
     def _pieces(self, item: WorkItem) -> list[str]:

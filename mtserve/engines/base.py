@@ -139,6 +139,9 @@ class Engine(Protocol):
     model_name: str
     languages: tuple[str, ...]
     max_concurrency: int
+    # Sequences it decodes side by side (llama.cpp's slots): max_concurrency may add calls that
+    # wait in its own queue, which a paragraph does not hold
+    slots: int
     # Translates by prompting an LLM: a stricter prompt can be retried (the guardrails), and
     # prompts can carry glossary terms and examples.
     prompted: bool

@@ -506,6 +506,7 @@ class Seq2SeqEngine:
         self.threads = max(1, threads)
         self.inter_threads = max(1, inter_threads)
         self.max_concurrency = self.inter_threads  # batches in flight at once
+        self.slots = self.inter_threads
         self.max_batch_size = max(1, max_batch_size)
         self.batch_type = batch_type
         self.decode = decode

@@ -132,10 +132,7 @@ class Runtime:
     def _paragraph_slots(self) -> int:
         """The paragraphs one request may run at once: the setting, or half the slots, so that the
         other half turns over sentence by sentence for whoever comes next."""
-        slots = self.engine.max_concurrency  # llama.cpp's counts queue_ahead more, which wait in its queue
-        if self.engine.name == "llamacpp":
-            slots -= self.settings.queue_ahead
-        return self.settings.paragraph_slots or max(1, slots // 2)
+        return self.settings.paragraph_slots or max(1, self.engine.slots // 2)
 
     async def _warm_strict(self) -> None:
         """Compute the strict retry's prompt of each pair of ``settings.warm_strict`` once, before

@@ -52,6 +52,7 @@ class FakeBatchEngine:
         self.model_name = "fake-seq2seq"
         self.languages = ("zh", "en")
         self.max_concurrency = slots
+        self.slots = slots
         self.max_batch_size = max_batch_size
         self.batch_type = batch_type
         self.delay_s = delay_s

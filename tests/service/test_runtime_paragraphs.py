@@ -12,10 +12,13 @@ from tests.fakes import FakeEngine
 
 
 class LlamaLikeEngine(FakeEngine):
-    name = "llamacpp"  # its max_concurrency counts queue_ahead segments that wait in llama.cpp's queue
+    """Its max_concurrency counts queue_ahead segments that wait in llama.cpp's queue."""
+
+    name = "llamacpp"
 
     def __init__(self, slots: int, queue_ahead: int):
         super().__init__(slots=slots + queue_ahead)
+        self.slots = slots
 
 
 class BatchLikeEngine(FakeEngine):
