@@ -80,7 +80,8 @@ class Settings(BaseSettings):
         "in the engine at once. Such a segment holds its slot until all its sentences are written, so a "
         "document that came first could otherwise fill every slot and keep the one-line requests after it "
         "waiting for a whole paragraph. A request starts its second and later ones only while no other "
-        "request has a segment waiting. 0 = half the engine's slots (at least 1). Engines that decode "
+        "request has a segment waiting. 0 = one on a CPU, where two side by side finished a lone document "
+        "no sooner than one after the other; half the engine's slots on a GPU. Engines that decode "
         "batches (the seq2seq ones) have no cap."
     )
     max_output_tokens: int = Field(

@@ -27,7 +27,7 @@ class FakeEngine:
     name = "fake"
     prompted = False  # no prompt: the guardrails' strict retry does not apply
 
-    def __init__(self, *, delay_s: float = 0.0, slots: int = 2, fail_on: str | None = None,
+    def __init__(self, *, delay_s: float = 0.0, slots: int = 2, on_gpu: bool = False, fail_on: str | None = None,
                  delays: dict[str, float] | None = None,
                  hang_on: str | None = None, die_on: str | None = None,
                  languages: tuple[str, ...] = ("en", "zh", "ja", "de", "fr")):
@@ -35,6 +35,7 @@ class FakeEngine:
         self.languages = languages
         self.max_concurrency = slots
         self.slots = slots
+        self.on_gpu = on_gpu
         self.delay_s = delay_s
         self.delays = delays or {}  # per-text delay, overriding delay_s
         self.hang_on = hang_on  # text that blocks its thread, deaf to cancellation, until release()

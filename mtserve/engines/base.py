@@ -142,6 +142,9 @@ class Engine(Protocol):
     # Sequences it decodes side by side (llama.cpp's slots): max_concurrency may add calls that
     # wait in its own queue, which a paragraph does not hold
     slots: int
+    # Decodes on a GPU, where sequences side by side cost about one decode step; on a CPU each
+    # costs nearly its own, so running more at once buys a request no speed
+    on_gpu: bool
     # Translates by prompting an LLM: a stricter prompt can be retried (the guardrails), and
     # prompts can carry glossary terms and examples.
     prompted: bool

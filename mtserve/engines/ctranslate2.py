@@ -52,6 +52,7 @@ class CTranslate2Engine(Seq2SeqEngine):
                 f"`mtserve convert MODEL_DIR --to ctranslate2 --out {self.model_dir}`"
             )
         self.resolved_device = resolve_device(self.device, ctranslate2.get_cuda_device_count())
+        self.on_gpu = self.resolved_device == "cuda"
         self._translator = ctranslate2.Translator(
             str(self.model_dir),
             device=self.resolved_device,

@@ -90,6 +90,13 @@ def apply_param_overrides(params: Any, overrides: dict[str, Any]) -> None:
             raise EngineError(f"llama_params: {dotted}={value} is refused by llama.cpp ({exc})") from None
 
 
+def gpu_present() -> bool:
+    """Whether this build of llama.cpp sees a GPU to offload to (the PyPI wheel is CPU-only)."""
+    import xllamacpp  # heavy native import; only asked when layers are to be offloaded
+
+    return any("GPU" in device["type"].name for device in xllamacpp.get_device_info())
+
+
 class LlamaCppEngine:
     name = "llamacpp"
     prompted = True  # translates through a prompt template: the guardrails' strict retry applies
@@ -121,6 +128,7 @@ class LlamaCppEngine:
         self.model_name = model_name
         self.languages = languages
         self.slots = max(1, n_parallel)
+        self.on_gpu = gpu_layers != 0 and gpu_present()
         # Calls the scheduler may keep in flight: the slots, plus ``queue_ahead`` more that wait
         # inside llama.cpp. A slot freed at the end of a decode step then takes a waiting
         # segment into the very next step; handed over from Python, the segment arrives a few

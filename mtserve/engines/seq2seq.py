@@ -507,6 +507,7 @@ class Seq2SeqEngine:
         self.inter_threads = max(1, inter_threads)
         self.max_concurrency = self.inter_threads  # batches in flight at once
         self.slots = self.inter_threads
+        self.on_gpu = False  # CTranslate2 sets it once its device is resolved
         self.max_batch_size = max(1, max_batch_size)
         self.batch_type = batch_type
         self.decode = decode

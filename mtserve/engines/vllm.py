@@ -407,6 +407,7 @@ class VllmEngine:
         self.max_num_seqs = max(1, max_num_seqs)
         self.max_concurrency = self.max_num_seqs
         self.slots = self.max_num_seqs
+        self.on_gpu = True  # vLLM here needs CUDA
         self.max_model_len = max_model_len
         self.gpu_memory_utilization = gpu_memory_utilization
         self.dtype = dtype

@@ -130,9 +130,13 @@ class Runtime:
         log.info("service ready", extra={"event": "ready", "model": self.model.model})
 
     def _paragraph_slots(self) -> int:
-        """The paragraphs one request may run at once: the setting, or half the slots, so that the
-        other half turns over sentence by sentence for whoever comes next."""
-        return self.settings.paragraph_slots or max(1, self.engine.slots // 2)
+        """The paragraphs one request may run at once: the setting; else one on a CPU, where two
+        side by side finished a lone document no sooner than one after the other (BENCHMARKS.md)
+        and the second held a slot that short requests waited for; on a GPU, where they cost
+        about one, half the slots, so that the other half turns over for whoever comes next."""
+        if self.settings.paragraph_slots:
+            return self.settings.paragraph_slots
+        return max(1, self.engine.slots // 2) if self.engine.on_gpu else 1
 
     async def _warm_strict(self) -> None:
         """Compute the strict retry's prompt of each pair of ``settings.warm_strict`` once, before

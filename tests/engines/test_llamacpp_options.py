@@ -66,6 +66,17 @@ def test_gpu_layers_reach_llama_cpp(monkeypatch, tmp_path):
         engine.close()
 
 
+def test_the_engine_is_on_a_gpu_only_where_layers_are_offloaded_to_one(monkeypatch):
+    xllamacpp = pytest.importorskip("xllamacpp")
+    assert _engine().on_gpu is False  # gpu_layers 0: llama.cpp is not asked about devices
+    cpu_only = [d["type"].name for d in xllamacpp.get_device_info()] == ["GGML_BACKEND_DEVICE_TYPE_CPU"]
+    assert _engine(gpu_layers=999).on_gpu is not cpu_only  # this build's own devices
+    gpu = type("DeviceType", (), {"name": "GGML_BACKEND_DEVICE_TYPE_GPU"})()
+    monkeypatch.setattr(xllamacpp, "get_device_info", lambda: [{"type": gpu}])
+    assert _engine(gpu_layers=999).on_gpu is True
+    assert _engine(gpu_layers=0).on_gpu is False
+
+
 def test_queue_ahead_keeps_segments_waiting_inside_llama_cpp_beyond_its_slots():
     assert _engine().max_concurrency == 2 + 2  # the default: two waiting beside two slots
     assert _engine(queue_ahead=0).max_concurrency == 2

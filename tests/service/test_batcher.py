@@ -53,6 +53,7 @@ class FakeBatchEngine:
         self.languages = ("zh", "en")
         self.max_concurrency = slots
         self.slots = slots
+        self.on_gpu = False
         self.max_batch_size = max_batch_size
         self.batch_type = batch_type
         self.delay_s = delay_s

@@ -16,8 +16,8 @@ class LlamaLikeEngine(FakeEngine):
 
     name = "llamacpp"
 
-    def __init__(self, slots: int, queue_ahead: int):
-        super().__init__(slots=slots + queue_ahead)
+    def __init__(self, slots: int, queue_ahead: int, on_gpu: bool = False):
+        super().__init__(slots=slots + queue_ahead, on_gpu=on_gpu)
         self.slots = slots
 
 
@@ -47,11 +47,14 @@ def _cap(tmp_path, engine, **settings) -> int | None:
 
 
 @pytest.mark.parametrize(("engine", "settings", "cap"), [
-    (LlamaLikeEngine(slots=4, queue_ahead=2), {"queue_ahead": 2}, 2),  # half the slots, not of the workers
-    (LlamaLikeEngine(slots=1, queue_ahead=2), {"queue_ahead": 2}, 1),  # never 0
+    (LlamaLikeEngine(slots=4, queue_ahead=2), {"queue_ahead": 2}, 1),  # a CPU: one at a time
+    (LlamaLikeEngine(slots=4, queue_ahead=2, on_gpu=True), {"queue_ahead": 2}, 2),  # half the slots, not of the workers
+    (LlamaLikeEngine(slots=1, queue_ahead=2, on_gpu=True), {"queue_ahead": 2}, 1),  # never 0
     (LlamaLikeEngine(slots=4, queue_ahead=2), {"queue_ahead": 2, "paragraph_slots": 4}, 4),
-    (FakeEngine(slots=8), {}, 4),
+    (FakeEngine(slots=8, on_gpu=True), {}, 4),
+    (FakeEngine(slots=8), {"paragraph_slots": 3}, 3),
     (BatchLikeEngine(slots=1), {}, None),  # a batch of a document's paragraphs stays whole
 ])
-def test_one_request_runs_paragraphs_in_half_the_slots_unless_set(tmp_path, engine, settings, cap):
+def test_one_request_runs_one_paragraph_on_a_cpu_and_half_the_slots_on_a_gpu_unless_set(tmp_path, engine,
+                                                                                        settings, cap):
     assert _cap(tmp_path, engine, **settings) == cap
