@@ -131,9 +131,9 @@ class Runtime:
 
     def _paragraph_slots(self) -> int:
         """The paragraphs one request may run at once: the setting; else one on a CPU, where two
-        side by side finished a lone document no sooner than one after the other (BENCHMARKS.md)
-        and the second held a slot that short requests waited for; on a GPU, where they cost
-        about one, half the slots, so that the other half turns over for whoever comes next."""
+        side by side cost nearly as much as each in turn and the second holds a slot that short
+        requests wait for (BENCHMARKS.md, session 32); on a GPU, where they cost about one, half
+        the slots, so that the other half turns over for whoever comes next."""
         if self.settings.paragraph_slots:
             return self.settings.paragraph_slots
         return max(1, self.engine.slots // 2) if self.engine.on_gpu else 1
