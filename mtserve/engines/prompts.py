@@ -22,6 +22,8 @@ Beyond the plain request a template knows three things:
   text, the context fenced as data that is not to be translated. The system prompt and the
   examples, the prefix every request of the pair shares, stay first and unchanged, so the
   prompt cache still serves them; a request without guidance gets the prompt it always had.
+  A segment with translation-memory examples gets its guidance in a system turn before them
+  instead, so that the guidance too stays in the cached prefix.
 - **markup**: a segment with numbered inline tags (``<b1>猫</b1>``, ``<x2/>``) or
   placeholders (``%s``, ``{name}``) gets an instruction that teaches the
   convention, and for zh<->en a few tagged examples (the same HSK dev sentences,
@@ -131,14 +133,26 @@ class PromptTemplate:
             examples += self.markup_examples.get((source, target), ())
         if strict:
             examples += self.strict_examples.get((source, target), ())
-        examples += tuple(retrieved)  # the translation memory's, after the fixed (cached) prefix
+        # With the translation memory's examples, which differ from segment to segment, a request's
+        # guidance goes in a system turn before them, so that llama.cpp caches it with the fixed prefix
+        # for every segment of a catalog that shares it; in the last turn it came after them and was
+        # computed again for each segment (1.4x the time of the context alone on the software set).
+        guidance_turn = bool(guidance) and bool(retrieved) and bool(system_text)
         for example_source, example_target in examples:
-            messages.append({"role": "user", "content": user.format(**{**fields, "text": example_source})})
-            messages.append({"role": "assistant", "content": example_target})
-        if guidance:
+            messages += self._example_turns(user, fields, example_source, example_target)
+        if guidance_turn:
+            messages.append({"role": "system", "content": guidance_block(guidance, target)})
+        for example_source, example_target in retrieved:  # after the fixed (cached) prefix
+            messages += self._example_turns(user, fields, example_source, example_target)
+        if guidance and not guidance_turn:
             user_text = self.guided_user.format(guidance=guidance_block(guidance, target), request=user_text)
         messages.append({"role": "user", "content": user_text})
         return messages
+
+    @staticmethod
+    def _example_turns(user: str, fields: dict[str, str], source_text: str, target_text: str) -> Messages:
+        return [{"role": "user", "content": user.format(**{**fields, "text": source_text})},
+                {"role": "assistant", "content": target_text}]
 
 
 # The block a request's guidance adds before its text, in the last user turn. The context is fenced

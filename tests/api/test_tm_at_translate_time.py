@@ -8,7 +8,8 @@ import sys
 
 import httpx
 
-from mtserve.engines.prompts import template_for
+from mtserve.engines.base import Guidance
+from mtserve.engines.prompts import guidance_block, template_for
 from tests.quality.helpers import ScriptedEngine
 from tests.servers import UI_PO, metric_value, serve
 
@@ -58,3 +59,21 @@ def test_retrieved_examples_come_after_the_fixed_prefix_and_do_not_change_it():
     assert guided[:len(plain) - 1] == plain[:-1]  # the system prompt and fixed examples, unchanged and first
     assert guided[-3:] == [{"role": "user", "content": "打开设置"},
                            {"role": "assistant", "content": "Open the settings"}, plain[-1]]
+
+
+def test_with_retrieved_examples_the_guidance_comes_before_them_so_every_segment_shares_it():
+    template = template_for("qwen")
+    guidance = Guidance(context="These are user-interface strings of a software application.")
+    plain = template.messages("请打开设置页面", "zh", "en")
+    first = template.messages("请打开设置页面", "zh", "en", retrieved=(("打开设置", "Open the settings"),),
+                              guidance=guidance)
+    second = template.messages("删除文件", "zh", "en", retrieved=(("删除", "Delete"), ("文件", "File")),
+                               guidance=guidance)
+    fixed = len(plain) - 1  # the system prompt and the fixed examples
+    assert first[:fixed] == plain[:-1]
+    assert first[fixed] == second[fixed] == {"role": "system", "content": guidance_block(guidance, "en")}
+    assert first[fixed + 1:] == [{"role": "user", "content": "打开设置"},
+                                 {"role": "assistant", "content": "Open the settings"},
+                                 {"role": "user", "content": "请打开设置页面"}]  # the text bare, as without guidance
+    unretrieved = template.messages("请打开设置页面", "zh", "en", guidance=guidance)
+    assert unretrieved[:-1] == plain[:-1] and unretrieved[-1]["content"].startswith("Context")  # as it was
