@@ -13,15 +13,15 @@ pytestmark = pytest.mark.model
 
 
 def test_eval_with_the_software_tm_gives_examples_and_reports_them(tmp_path, model_path):
-    # at similarity 60, not the default 70: seed 0's six dev sentences have no entry at 70 or more
+    # seed 0's six dev sentences have no entry at similarity 70 or more, some at the default 60
     result = mtserve("eval", "--dataset", "software", "--split", "dev", "--limit", "6", "--tm", "software",
-                     "--tm-min-similarity", "60", "--model", TEST_MODEL, "--n-parallel", "2", "--quiet",
+                     "--model", TEST_MODEL, "--n-parallel", "2", "--quiet",
                      "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), timeout=600)
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["dataset"]["name"] == "software" and report["n"] == 6
     assert report["system"]["model"] == TEST_MODEL
-    assert report["system"]["tm"].startswith("software-tm.tsv (15289 entries, k=2, min similarity 60)")
+    assert report["system"]["tm"].startswith("software-tm.tsv (15289 entries, k=3, min similarity 60)")
     memory = report["memory"]
     # seed 0's six dev sentences: some have TM entries at similarity 60 or more, none an
     # exact match (the builder drops those from dev and test)
