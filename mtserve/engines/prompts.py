@@ -136,7 +136,7 @@ class PromptTemplate:
         # With the translation memory's examples, which differ from segment to segment, a request's
         # guidance goes in a system turn before them, so that llama.cpp caches it with the fixed prefix
         # for every segment of a catalog that shares it; in the last turn it came after them and was
-        # computed again for each segment (1.4x the time of the context alone on the software set).
+        # computed again for each segment (88 prompt tokens a segment against 53; QUALITY.md).
         guidance_turn = bool(guidance) and bool(retrieved) and bool(system_text)
         for example_source, example_target in examples:
             messages += self._example_turns(user, fields, example_source, example_target)
@@ -155,7 +155,8 @@ class PromptTemplate:
                 {"role": "assistant", "content": target_text}]
 
 
-# The block a request's guidance adds before its text, in the last user turn. The context is fenced
+# The block a request's guidance adds before its text, in the last user turn (in a system turn of its
+# own before a segment's TM examples). The context is fenced
 # as data: it informs the translation, and no word of it belongs in the answer.
 CONTEXT_BLOCK = ("Context, only to understand the text (do not translate it, do not repeat it):\n"
                  "<context>\n{context}\n</context>")
