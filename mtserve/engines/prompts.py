@@ -156,8 +156,8 @@ class PromptTemplate:
 
 
 # The block a request's guidance adds before its text, in the last user turn (in a system turn of its
-# own before a segment's TM examples). The context is fenced
-# as data: it informs the translation, and no word of it belongs in the answer.
+# own before a segment's TM examples). The context is fenced as data: it informs the translation, and
+# no word of it belongs in the answer.
 CONTEXT_BLOCK = ("Context, only to understand the text (do not translate it, do not repeat it):\n"
                  "<context>\n{context}\n</context>")
 INSTRUCTIONS_HEADER = "Follow these instructions:"
