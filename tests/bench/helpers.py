@@ -1,11 +1,25 @@
-"""A fake target and a fake clock, so the bench logic is tested without a model or real waiting."""
+"""A fake target and a fake clock, so the bench logic is tested without a model or real waiting; and the
+loader of a script in benchmarks/, which is no package."""
 
 from __future__ import annotations
 
+import importlib.util
 import threading
+from pathlib import Path
+from types import ModuleType
 
 from mtserve.bench.targets import Reply
 from mtserve.bench.workloads import WorkItem, Workload
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def benchmark_script(name: str) -> ModuleType:
+    """benchmarks/NAME.py, imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class FakeClock:

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from mtserve.engines.factory import create_engine
 from mtserve.settings import Settings
+from tests.bench.helpers import benchmark_script
 
 pytestmark = pytest.mark.model  # the model file names the prompt family; it is not loaded
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "prompt_cost.py"
-
-
-def _prompt_cost():
-    spec = importlib.util.spec_from_file_location("prompt_cost", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_each_variant_drops_only_its_part(model_path):
-    prompt_cost = _prompt_cost()
+    prompt_cost = benchmark_script("prompt_cost")
     settings = Settings(model=str(model_path))
     engine, texts = create_engine(settings), ["我喜欢猫。"]
     [full] = prompt_cost.bodies("mtserve", texts, engine, settings.max_output_tokens)

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from mtserve.eval.build_software import Catalog, Project
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "software_own_tm.py"
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("software_own_tm", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.bench.helpers import benchmark_script
 
 
 def test_the_sets_sources_are_left_out_and_a_source_comes_once_per_group():
-    own_memories = _script().own_memories
+    own_memories = benchmark_script("software_own_tm").own_memories
     catalogs = [
         Catalog(Project("memory", "1", "tm"), pairs=[("删除", "Delete")]),  # the other projects' TM: not here
         Catalog(Project("app", "1", "dev"), pairs=[("删除", "Remove"), ("保存", "Save"), ("确定，取消", "OK, Cancel")]),
@@ -35,4 +24,4 @@ def test_the_sets_sources_are_left_out_and_a_source_comes_once_per_group():
 def test_the_committed_sets_sources_are_read_by_their_column(tmp_path):
     path = tmp_path / "software.tsv"
     path.write_text("# comment\nid\tsplit\tproject\tzh\ten\nx-1\tdev\tx\t确定，取消\tOK, Cancel\n", encoding="utf-8")
-    assert _script().set_sources(path) == {"确定,取消"}
+    assert benchmark_script("software_own_tm").set_sources(path) == {"确定,取消"}

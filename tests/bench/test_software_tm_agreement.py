@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from mtserve.eval.build_software import Catalog, Project
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "software_tm_agreement.py"
-
-
-def _agreement():
-    spec = importlib.util.spec_from_file_location("software_tm_agreement", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.agreement
+from tests.bench.helpers import benchmark_script
 
 
 def test_hits_are_counted_with_their_agreement_and_sources_once():
-    agreement = _agreement()
+    agreement = benchmark_script("software_tm_agreement").agreement
     catalogs = [
         Catalog(Project("memory", "1", "tm"), pairs=[("删除", "Delete"), ("行", "Row"), ("配置", "Configuration"),
                                                      ("取消", "Cancel")]),
