@@ -1,6 +1,7 @@
 """Prompt tokens llama.cpp computes per segment, with and without TM examples and a context (QUALITY.md).
 
     python benchmarks/tm_prompt_tokens.py --tm OWN/software-dev-own-tm.tsv [--strings 24 --model M]
+    python benchmarks/tm_prompt_tokens.py --tm OWN/software-dev-own-tm.tsv --mixed 80
 
 Takes the first ``--strings`` software dev strings that have TM examples at the tm_k and
 tm_min_similarity settings, and translates each, one at a time, in four ways: neither examples nor
@@ -8,6 +9,11 @@ context, the catalog's context line alone, the examples alone, and both. It prin
 per-request means: prompt tokens computed (``prompt_n``), taken from the cache (``cache_n``), and the
 milliseconds of each. A token computed per segment is time every segment pays; what the prompt's
 layout keeps in the cached prefix is not.
+
+``--mixed N`` instead takes the first N dev strings as they come, with examples where the memory has
+them and without where it has none, all with the context line, and sends them ``--clients`` at a time
+(as the eval and a catalog's translation do), so each lands on whichever slot is free: the prefix a
+slot kept from a segment of the other kind is what it can reuse.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +44,9 @@ def main() -> int:
     parser.add_argument("--strings", type=int, default=24)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct-q4_k_m")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--mixed", type=int, default=0, metavar="N",
+                        help="the first N dev strings, with and without examples, sent --clients at a time")
+    parser.add_argument("--clients", type=int, default=4)
     args = parser.parse_args()
     settings = Settings(model=args.model, threads=args.threads)
     with tempfile.TemporaryDirectory(prefix="mtserve-tm-tokens-") as folder:
@@ -45,13 +55,15 @@ def main() -> int:
         chosen: list[tuple[str, tuple[tuple[str, str], ...]]] = []
         for pair in load_builtin("software", "zh", "en", split="dev").pairs:
             found = memory.similar(pair.source, "zh", "en", k=settings.tm_k, min_similarity=settings.tm_min_similarity)
-            if found:
+            if found or args.mixed:
                 chosen.append((pair.source, tuple((m.entry.source, m.entry.target) for m in found)))
-            if len(chosen) == args.strings:
+            if len(chosen) == (args.mixed or args.strings):
                 break
     engine = create_engine(settings)
     engine.load()
     context = Guidance(context=UI_STRINGS)
+    if args.mixed:
+        return mixed(engine, chosen, context, args.clients)
     print(f"{len(chosen)} dev strings with examples (k {settings.tm_k}, >= {settings.tm_min_similarity:g}), "
           f"{args.model}; means per segment:")
     for name, with_examples, guidance in (("neither", False, Guidance()), ("context line", False, context),
@@ -65,6 +77,29 @@ def main() -> int:
             for key in TIMINGS:
                 totals[key] += timings.get(key, 0)
         print(f"  {name:<13}" + "  ".join(f"{key} {totals[key] / len(chosen):7.1f}" for key in TIMINGS))
+    engine.close()
+    return 0
+
+
+def mixed(engine, chosen: list[tuple[str, tuple[tuple[str, str], ...]]], context: Guidance, clients: int) -> int:
+    """Means per segment, by kind, when segments with and without examples share the slots."""
+    def translate(item: tuple[str, tuple[tuple[str, str], ...]]) -> tuple[bool, dict]:
+        text, examples = item
+        engine.translate(TranslationRequest(text, "zh", "en", examples=examples, guidance=context))
+        return bool(examples), engine.last_timings() or {}  # this thread's own request
+
+    for _ in range(clients):  # untimed: the shared prefix, computed before the timed segments
+        engine.translate(TranslationRequest("你好。", "zh", "en", guidance=context))
+    with ThreadPoolExecutor(clients) as pool:
+        results = list(pool.map(translate, chosen))
+    with_examples = sum(1 for has, _ in results if has)
+    print(f"{len(chosen)} dev strings in order, {with_examples} with examples, the context line, "
+          f"{clients} at a time; means per segment:")
+    for name, kind in (("with examples", True), ("without", False), ("all", None)):
+        rows = [timings for has, timings in results if kind is None or has == kind]
+        if rows:
+            print(f"  {name:<14}" + "  ".join(
+                f"{key} {sum(row.get(key, 0) for row in rows) / len(rows):7.1f}" for key in TIMINGS))
     engine.close()
     return 0
 
