@@ -68,17 +68,20 @@ def main() -> int:
           f"{args.model}; means per segment:")
     for name, with_examples, guidance in (("neither", False, Guidance()), ("context line", False, context),
                                           ("examples", True, Guidance()), ("both", True, context)):
-        totals = dict.fromkeys(TIMINGS, 0.0)
+        rows = []
         engine.translate(TranslationRequest("你好。", "zh", "en", guidance=guidance))  # untimed: the prefix
         for text, examples in chosen:
             engine.translate(TranslationRequest(text, "zh", "en", examples=examples if with_examples else (),
                                                 guidance=guidance))
-            timings = engine.last_timings() or {}
-            for key in TIMINGS:
-                totals[key] += timings.get(key, 0)
-        print(f"  {name:<13}" + "  ".join(f"{key} {totals[key] / len(chosen):7.1f}" for key in TIMINGS))
+            rows.append(engine.last_timings() or {})
+        print(f"  {name:<13}" + means(rows))
     engine.close()
     return 0
+
+
+def means(rows: list[dict]) -> str:
+    """llama.cpp's timings, each averaged over the segments' rows."""
+    return "  ".join(f"{key} {sum(row.get(key, 0) for row in rows) / len(rows):7.1f}" for key in TIMINGS)
 
 
 def mixed(engine, chosen: list[tuple[str, tuple[tuple[str, str], ...]]], context: Guidance, clients: int) -> int:
@@ -98,8 +101,7 @@ def mixed(engine, chosen: list[tuple[str, tuple[tuple[str, str], ...]]], context
     for name, kind in (("with examples", True), ("without", False), ("all", None)):
         rows = [timings for has, timings in results if kind is None or has == kind]
         if rows:
-            print(f"  {name:<14}" + "  ".join(
-                f"{key} {sum(row.get(key, 0) for row in rows) / len(rows):7.1f}" for key in TIMINGS))
+            print(f"  {name:<14}" + means(rows))
     engine.close()
     return 0
 
