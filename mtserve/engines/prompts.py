@@ -22,8 +22,8 @@ Beyond the plain request a template knows three things:
   text, the context fenced as data that is not to be translated. The system prompt and the
   examples, the prefix every request of the pair shares, stay first and unchanged, so the
   prompt cache still serves them; a request without guidance gets the prompt it always had.
-  A segment with translation-memory examples gets its guidance in a system turn before them
-  instead, so that the guidance too stays in the cached prefix.
+  A segment with translation-memory examples gets its guidance in the first example's turn
+  instead, so that segments with and without examples share it in the cached prefix.
 - **markup**: a segment with numbered inline tags (``<b1>猫</b1>``, ``<x2/>``) or
   placeholders (``%s``, ``{name}``) gets an instruction that teaches the
   convention, and for zh<->en a few tagged examples (the same HSK dev sentences,
@@ -133,21 +133,19 @@ class PromptTemplate:
             examples += self.markup_examples.get((source, target), ())
         if strict:
             examples += self.strict_examples.get((source, target), ())
-        # With the translation memory's examples, which differ from segment to segment, a request's
-        # guidance goes in a system turn before them, so that llama.cpp caches it with the fixed prefix
-        # for every segment of a catalog that shares it; in the last turn it came after them and was
-        # computed again for each segment (88 prompt tokens a segment against 53; QUALITY.md).
-        guidance_turn = bool(guidance) and bool(retrieved) and bool(system_text)
         for example_source, example_target in examples:
             messages += self._example_turns(user, fields, example_source, example_target)
-        if guidance_turn:
-            messages.append({"role": "system", "content": guidance_block(guidance, target)})
-        for example_source, example_target in retrieved:  # after the fixed (cached) prefix
-            messages += self._example_turns(user, fields, example_source, example_target)
-        if guidance and not guidance_turn:
-            user_text = self.guided_user.format(guidance=guidance_block(guidance, target), request=user_text)
-        messages.append({"role": "user", "content": user_text})
-        return messages
+        turns: Messages = []  # after the fixed (cached) prefix: a segment's TM examples, then its text
+        for example_source, example_target in retrieved:
+            turns += self._example_turns(user, fields, example_source, example_target)
+        turns.append({"role": "user", "content": user_text})
+        if guidance:
+            # The guidance opens the first turn after the fixed prefix, a retrieved example's or else the
+            # text's, so segments with and without TM examples share it: a slot that served one kind keeps
+            # it cached for the other (39.5 prompt tokens a segment against 56.5; QUALITY.md).
+            turns[0] = {"role": "user", "content": self.guided_user.format(
+                guidance=guidance_block(guidance, target), request=turns[0]["content"])}
+        return messages + turns
 
     @staticmethod
     def _example_turns(user: str, fields: dict[str, str], source_text: str, target_text: str) -> Messages:
@@ -155,8 +153,8 @@ class PromptTemplate:
                 {"role": "assistant", "content": target_text}]
 
 
-# The block a request's guidance adds before its text, in the last user turn (in a system turn of its
-# own before a segment's TM examples). The context is fenced as data: it informs the translation, and
+# The block a request's guidance adds before its text, in the last user turn (before a segment's first
+# TM example, in that example's turn). The context is fenced as data: it informs the translation, and
 # no word of it belongs in the answer.
 CONTEXT_BLOCK = ("Context, only to understand the text (do not translate it, do not repeat it):\n"
                  "<context>\n{context}\n</context>")

@@ -61,19 +61,23 @@ def test_retrieved_examples_come_after_the_fixed_prefix_and_do_not_change_it():
                            {"role": "assistant", "content": "Open the settings"}, plain[-1]]
 
 
-def test_with_retrieved_examples_the_guidance_comes_before_them_so_every_segment_shares_it():
+def test_the_guidance_opens_the_first_turn_after_the_fixed_prefix_so_segments_with_and_without_examples_share_it():
     template = template_for("qwen")
     guidance = Guidance(context="These are user-interface strings of a software application.")
     plain = template.messages("请打开设置页面", "zh", "en")
+    fixed = len(plain) - 1  # the system prompt and the fixed examples
+    unretrieved = template.messages("请打开设置页面", "zh", "en", guidance=guidance)
     first = template.messages("请打开设置页面", "zh", "en", retrieved=(("打开设置", "Open the settings"),),
                               guidance=guidance)
     second = template.messages("删除文件", "zh", "en", retrieved=(("删除", "Delete"), ("文件", "File")),
                                guidance=guidance)
-    fixed = len(plain) - 1  # the system prompt and the fixed examples
-    assert first[:fixed] == plain[:-1]
-    assert first[fixed] == second[fixed] == {"role": "system", "content": guidance_block(guidance, "en")}
-    assert first[fixed + 1:] == [{"role": "user", "content": "打开设置"},
-                                 {"role": "assistant", "content": "Open the settings"},
-                                 {"role": "user", "content": "请打开设置页面"}]  # the text bare, as without guidance
-    unretrieved = template.messages("请打开设置页面", "zh", "en", guidance=guidance)
-    assert unretrieved[:-1] == plain[:-1] and unretrieved[-1]["content"].startswith("Context")  # as it was
+    for messages in (unretrieved, first, second):
+        assert messages[:fixed] == plain[:-1]
+    guided = template.guided_user.format(guidance=guidance_block(guidance, "en"), request="")
+    assert unretrieved[fixed:] == [{"role": "user", "content": guided + "请打开设置页面"}]  # as it always was
+    assert first[fixed:] == [{"role": "user", "content": guided + "打开设置"},
+                             {"role": "assistant", "content": "Open the settings"},
+                             {"role": "user", "content": "请打开设置页面"}]  # the text bare, as without guidance
+    assert second[fixed]["content"] == guided + "删除" and second[-1] == {"role": "user", "content": "删除文件"}
+    # every kind of segment shares the prefix through the guidance, which llama.cpp then keeps cached
+    assert all(m[fixed]["content"].startswith(guided) for m in (unretrieved, first, second))
