@@ -142,7 +142,7 @@ class PromptTemplate:
         if guidance:
             # The guidance opens the first turn after the fixed prefix, a retrieved example's or else the
             # text's, so segments with and without TM examples share it: a slot that served one kind keeps
-            # it cached for the other (39.5 prompt tokens a segment against 56.5; QUALITY.md).
+            # it cached for the other (34.8 prompt tokens a segment against 52.5; QUALITY.md).
             turns[0] = {"role": "user", "content": self.guided_user.format(
                 guidance=guidance_block(guidance, target), request=turns[0]["content"])}
         return messages + turns
