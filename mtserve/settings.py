@@ -63,7 +63,7 @@ class Settings(BaseSettings):
         1024, description="KV-cache tokens per slot; a sentence segment needs far less."
     )
     prompt_cache_ram_mib: int = Field(
-        64, description="Host RAM llama.cpp may use to keep evicted slot states (MiB); bounds memory."
+        128, description="Host RAM llama.cpp may use to keep evicted slot states (MiB); bounds memory."
     )
     llama_params: str = Field(
         "", description="llama.cpp: more of its own params, as NAME=NUMBER pairs separated by commas "

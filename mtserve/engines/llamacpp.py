@@ -118,7 +118,7 @@ class LlamaCppEngine:
         ngram_size: int = 3,
         param_overrides: dict[str, Any] | None = None,
         cache_prompt: bool = True,
-        prompt_cache_ram_mib: int = 64,
+        prompt_cache_ram_mib: int = 128,
         queue_ahead: int = 2,
         gpu_layers: int = 0,  # layers offloaded to the GPU; needs a CUDA build of xllamacpp
         script_grammar: str = "always",
@@ -184,7 +184,12 @@ class LlamaCppEngine:
         # llama.cpp also keeps evicted slot states in host RAM, up to 8 GiB by default: the
         # soak saw RSS climb in 30-50 MB steps. Short sentences need little of it (each slot
         # keeps the shared prefix in its own KV cache); what it must hold is a prompt no slot
-        # keeps, the warmed strict retry's, so it is kept small.
+        # keeps: the warmed strict retry's, and a segment with placeholders or tags, whose
+        # prompt differs from the plain one after the system prompt. A slot that switches kind
+        # restores the other kind's state from here instead of computing ~450 tokens (or
+        # ~200 back), so it is kept small, but not so small that those states are evicted:
+        # 64 MiB held too few of the 1.5B's (~7-14 MiB each) for a catalog's strings
+        # (BENCHMARKS.md, session 36).
         params.cache_ram_mib = self._prompt_cache_ram_mib
         # By default llama.cpp also copies every idle slot into that cache whenever a task starts.
         # Without a unified KV cache the slot keeps its state anyway, so the copies only push the

@@ -1,0 +1,45 @@
+"""A slot that switches between plain segments and segments with markup gets the other kind's prompt
+back from llama.cpp's host-RAM cache instead of computing it.
+
+Plain and marked prompts part after the system prompt (the markup convention is part of it), so a
+slot that takes the other kind would keep little of its state: llama.cpp then saves that state and
+loads the best one it holds. The RAM cache must be large enough to still hold it (BENCHMARKS.md,
+session 36: at 64 MiB a catalog's strings computed ~450 tokens at most switches).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mtserve.engines.base import TranslationRequest
+from mtserve.settings import Settings
+
+
+def _llamacpp(model_path, n_parallel: int):
+    from mtserve.engines.llamacpp import LlamaCppEngine
+
+    return LlamaCppEngine(model_path, model_name="m", family="qwen", languages=("zh", "en"), threads=2,
+                          n_parallel=n_parallel, ctx_per_slot=1024, max_output_tokens=16,
+                          prompt_cache_ram_mib=Settings().prompt_cache_ram_mib)
+
+
+def _tokens(engine, text: str, markup: bool = False) -> tuple[int, int]:
+    """(tokens computed, tokens from a cache) of one request, as this thread made it."""
+    engine.translate(TranslationRequest(text, "zh", "en", markup=markup, max_tokens=4))
+    timings = engine.last_timings()
+    return int(timings["prompt_n"]), int(timings["cache_n"])
+
+
+@pytest.mark.model
+def test_a_slot_switching_kinds_restores_each_prompt_from_the_ram_cache(model_path):
+    engine = _llamacpp(model_path, n_parallel=1)
+    engine.load()
+    try:
+        plain = _tokens(engine, "我喜欢猫。")
+        marked = _tokens(engine, "%s，今天很冷。", markup=True)
+        plain_again = _tokens(engine, "他在看书。")
+        marked_again = _tokens(engine, "{name}，这个问题很难。", markup=True)
+    finally:
+        engine.close()
+    assert plain[0] > 150 and marked[0] > 150, (plain, marked)  # each kind computed once
+    assert plain_again[0] < 30 and marked_again[0] < 30, (plain_again, marked_again)  # then restored
