@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -230,6 +231,18 @@ class LlamaCppEngine:
         for source, target in pairs:
             self._generate(TranslationRequest("你好。" if source in ("zh", "zt") else "Hello.", source, target,
                                               strict=True, max_tokens=1), None, None)
+
+    def warm_slots(self, request: TranslationRequest) -> None:
+        """Compute ``request``'s prompt in every slot at once, each request pinned to its slot
+        (llama.cpp's ``id_slot``). Sent unpinned, llama.cpp gave some of them to a slot that had just
+        computed the prompt, and a slot of four stayed empty for its first real request."""
+        server = self._server
+        if server is None:
+            raise EngineError("engine is not loaded")
+        body = self.build_request(replace(request, max_tokens=1))
+        with ThreadPoolExecutor(self.slots) as pool:
+            list(pool.map(lambda slot: server.handle_chat_completions({**body, "id_slot": slot}, lambda _: False),
+                          range(self.slots)))
 
     def build_request(self, request: TranslationRequest) -> dict[str, Any]:
         if request.transfer is not None:

@@ -141,6 +141,7 @@ async def evaluate(evalset: EvalSet, target: EvalTarget, worst: int = 10,
         raise ValueError(f"the {evalset.name} {evalset.split} set is empty; nothing to evaluate")
     await target.start()
     try:
+        await target.warm(evalset.source_lang, evalset.target_lang, evalset.pairs[0].context)
         started = time.perf_counter()
         hypotheses = await translate_all(evalset, target, progress)
         elapsed = time.perf_counter() - started

@@ -1,5 +1,5 @@
-"""A slot that switches between plain segments and segments with markup gets the other kind's prompt
-back from llama.cpp's host-RAM cache instead of computing it.
+"""Slots start holding the fixed prompt, and a slot that switches between plain segments and segments
+with markup gets the other kind's prompt back from llama.cpp's host-RAM cache instead of computing it.
 
 Plain and marked prompts part after the system prompt (the markup convention is part of it), so a
 slot that takes the other kind would keep little of its state: llama.cpp then saves that state and
@@ -8,6 +8,8 @@ session 36: at 64 MiB a catalog's strings computed ~450 tokens at most switches)
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -28,6 +30,20 @@ def _tokens(engine, text: str, markup: bool = False) -> tuple[int, int]:
     engine.translate(TranslationRequest(text, "zh", "en", markup=markup, max_tokens=4))
     timings = engine.last_timings()
     return int(timings["prompt_n"]), int(timings["cache_n"])
+
+
+@pytest.mark.model
+def test_warm_slots_leaves_every_slot_holding_the_fixed_prompt(model_path):
+    engine = _llamacpp(model_path, n_parallel=4)
+    engine.load()
+    try:
+        engine.warm_slots(TranslationRequest("你好。", "zh", "en"))
+        with ThreadPoolExecutor(4) as pool:
+            texts = ["我喜欢猫。", "今天很冷。", "他在看书。", "这个问题很难。"]
+            found = list(pool.map(lambda text: _tokens(engine, text), texts))
+    finally:
+        engine.close()
+    assert all(computed < 30 and cached > 150 for computed, cached in found), found
 
 
 @pytest.mark.model

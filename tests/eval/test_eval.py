@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -98,3 +99,23 @@ def test_cli_errors_are_one_clear_line(tmp_path):
     assert result.returncode == 2 and "no such file" in result.stderr and "Traceback" not in result.stderr
     result = mtserve("eval", "--dataset", "hsk", "--source", "ja", "--url", "http://127.0.0.1:9")
     assert result.returncode == 2 and "no ja->en direction" in result.stderr
+
+
+def test_in_process_target_warms_every_slot_before_the_timed_run(tmp_path):
+    """The engine's slots get the set's fixed prompt, with its context, before the first sentence, and
+    the warm-up's one-token outputs are no sentence's."""
+    class SlottedEngine(ScriptedEngine):
+        warmed: list = []
+
+        def warm_slots(self, request):
+            self.warmed.append(request)
+
+    engine = SlottedEngine(answer)
+    target = InProcessTarget(Settings(home=tmp_path), engine=engine)
+    pairs = [replace(p, context="UI strings") for p in PAIRS]
+    report = asyncio.run(evaluate(EvalSet("five", "zh", "en", pairs, "all"), target))
+    assert [(r.text, r.source, r.target, r.max_tokens, r.guidance.context) for r in engine.warmed] == [
+        ("你好。", "zh", "en", 1, "UI strings")]
+    assert [s.hypothesis for s in report.sentences] == [ANSWERS[p.source] for p in PAIRS]
+    asyncio.run(InProcessTarget(Settings(home=tmp_path), engine=engine).warm("auto", "en"))
+    assert len(engine.warmed) == 1  # nothing to warm for a language not known yet
