@@ -111,7 +111,7 @@ class InProcessTarget:
         """Compute the engine's fixed prompt (system prompt and examples, ~250 tokens) in every llama.cpp
         slot: a fresh engine computes it in the first requests of each slot, about 8 s of a 200-sentence
         run on 2 cores that a running server does not pay."""
-        from mtserve.engines.base import NO_GUIDANCE, Guidance, TranslationRequest
+        from mtserve.engines.base import NO_GUIDANCE, EngineError, Guidance, TranslationRequest
 
         engine = self.runtime.engine
         source, target = ("zh" if source == "zt" else source), ("zh" if target == "zt" else target)
@@ -119,7 +119,10 @@ class InProcessTarget:
             return
         request = TranslationRequest("你好。" if source == "zh" else "Hello.", source, target, max_tokens=1,
                                      guidance=Guidance(context=context) if context else NO_GUIDANCE)
-        await asyncio.to_thread(engine.warm_slots, request)
+        try:
+            await asyncio.to_thread(engine.warm_slots, request)
+        except (EngineError, ValueError):  # only the first requests' speed is at stake; the run says the rest
+            return
 
     def use_memory(self, path: str | Path, source: str, target: str) -> dict:
         """Import a .tsv, .tmx or .po file into this run's translation memory, as ``mtserve tm import``

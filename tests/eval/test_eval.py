@@ -119,3 +119,14 @@ def test_in_process_target_warms_every_slot_before_the_timed_run(tmp_path):
     assert [s.hypothesis for s in report.sentences] == [ANSWERS[p.source] for p in PAIRS]
     asyncio.run(InProcessTarget(Settings(home=tmp_path), engine=engine).warm("auto", "en"))
     assert len(engine.warmed) == 1  # nothing to warm for a language not known yet
+
+
+def test_a_warm_up_that_fails_leaves_the_run_to_say_the_rest(tmp_path):
+    from mtserve.engines.base import EngineError
+
+    class FailingWarmUp(ScriptedEngine):
+        def warm_slots(self, request):
+            raise EngineError("llama.cpp rejected the request")
+
+    report = asyncio.run(evaluate(evalset(), InProcessTarget(Settings(home=tmp_path), engine=FailingWarmUp(answer))))
+    assert [s.hypothesis for s in report.sentences] == [ANSWERS[p.source] for p in PAIRS]
