@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from mtserve.engines.base import (
+    NO_GUIDANCE,
     CancelToken,
     DeltaCallback,
     EngineCancelled,
     EngineError,
+    Guidance,
     PromptTooLong,
     TranslationRequest,
     TranslationResult,
@@ -96,6 +98,13 @@ def gpu_present() -> bool:
     import xllamacpp  # heavy native import; only asked when layers are to be offloaded
 
     return any("GPU" in device["type"].name for device in xllamacpp.get_device_info())
+
+
+def _warm_up_request(source: str, target: str, strict: bool = False,
+                     guidance: Guidance = NO_GUIDANCE) -> TranslationRequest:
+    """A one-token request whose prompt is the pair's fixed one: the text is a greeting."""
+    return TranslationRequest("你好。" if source in ("zh", "zt") else "Hello.", source, target, strict=strict,
+                              max_tokens=1, guidance=guidance)
 
 
 class LlamaCppEngine:
@@ -229,17 +238,16 @@ class LlamaCppEngine:
         """Compute the strict retry's prompt of each pair in one slot (one token generated), so
         llama.cpp's prompt cache keeps it for later retries (Runtime._warm_strict)."""
         for source, target in pairs:
-            self._generate(TranslationRequest("你好。" if source in ("zh", "zt") else "Hello.", source, target,
-                                              strict=True, max_tokens=1), None, None)
+            self._generate(_warm_up_request(source, target, strict=True), None, None)
 
-    def warm_slots(self, request: TranslationRequest) -> None:
-        """Compute ``request``'s prompt in every slot at once, each request pinned to its slot
-        (llama.cpp's ``id_slot``). Sent unpinned, llama.cpp gave some of them to a slot that had just
-        computed the prompt, and a slot of four stayed empty for its first real request."""
+    def warm_slots(self, source: str, target: str, guidance: Guidance = NO_GUIDANCE) -> None:
+        """Compute the pair's fixed prompt, with ``guidance``, in every slot at once, each request pinned
+        to its slot (llama.cpp's ``id_slot``). Sent unpinned, llama.cpp gave some of them to a slot that
+        had just computed the prompt, and a slot of four stayed empty for its first real request."""
         server = self._server
         if server is None:
             raise EngineError("engine is not loaded")
-        body = self.build_request(replace(request, max_tokens=1))
+        body = self.build_request(_warm_up_request(source, target, guidance=guidance))
         with ThreadPoolExecutor(self.slots) as pool:
             list(pool.map(lambda slot: server.handle_chat_completions({**body, "id_slot": slot}, lambda _: False),
                           range(self.slots)))

@@ -111,16 +111,15 @@ class InProcessTarget:
         """Compute the engine's fixed prompt (system prompt and examples, ~250 tokens) in every llama.cpp
         slot: a fresh engine computes it in the first requests of each slot, about 8 s of a 200-sentence
         run on 2 cores that a running server does not pay."""
-        from mtserve.engines.base import NO_GUIDANCE, EngineError, Guidance, TranslationRequest
+        from mtserve.engines.base import NO_GUIDANCE, EngineError, Guidance
 
         engine = self.runtime.engine
         source, target = ("zh" if source == "zt" else source), ("zh" if target == "zt" else target)
         if not hasattr(engine, "warm_slots") or source == "auto" or not engine.supports(source, target):
             return
-        request = TranslationRequest("你好。" if source == "zh" else "Hello.", source, target, max_tokens=1,
-                                     guidance=Guidance(context=context) if context else NO_GUIDANCE)
+        guidance = Guidance(context=context) if context else NO_GUIDANCE
         try:
-            await asyncio.to_thread(engine.warm_slots, request)
+            await asyncio.to_thread(engine.warm_slots, source, target, guidance)
         except (EngineError, ValueError):  # only the first requests' speed is at stake; the run says the rest
             return
 

@@ -37,7 +37,7 @@ def test_warm_slots_leaves_every_slot_holding_the_fixed_prompt(model_path):
     engine = _llamacpp(model_path, n_parallel=4)
     engine.load()
     try:
-        engine.warm_slots(TranslationRequest("你好。", "zh", "en"))
+        engine.warm_slots("zh", "en")
         with ThreadPoolExecutor(4) as pool:
             texts = ["我喜欢猫。", "今天很冷。", "他在看书。", "这个问题很难。"]
             found = list(pool.map(lambda text: _tokens(engine, text), texts))

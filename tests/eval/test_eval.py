@@ -107,15 +107,14 @@ def test_in_process_target_warms_every_slot_before_the_timed_run(tmp_path):
     class SlottedEngine(ScriptedEngine):
         warmed: list = []
 
-        def warm_slots(self, request):
-            self.warmed.append(request)
+        def warm_slots(self, source, target, guidance):
+            self.warmed.append((source, target, guidance.context))
 
     engine = SlottedEngine(answer)
     target = InProcessTarget(Settings(home=tmp_path), engine=engine)
     pairs = [replace(p, context="UI strings") for p in PAIRS]
     report = asyncio.run(evaluate(EvalSet("five", "zh", "en", pairs, "all"), target))
-    assert [(r.text, r.source, r.target, r.max_tokens, r.guidance.context) for r in engine.warmed] == [
-        ("你好。", "zh", "en", 1, "UI strings")]
+    assert engine.warmed == [("zh", "en", "UI strings")]
     assert [s.hypothesis for s in report.sentences] == [ANSWERS[p.source] for p in PAIRS]
     asyncio.run(InProcessTarget(Settings(home=tmp_path), engine=engine).warm("auto", "en"))
     assert len(engine.warmed) == 1  # nothing to warm for a language not known yet
@@ -125,7 +124,7 @@ def test_a_warm_up_that_fails_leaves_the_run_to_say_the_rest(tmp_path):
     from mtserve.engines.base import EngineError
 
     class FailingWarmUp(ScriptedEngine):
-        def warm_slots(self, request):
+        def warm_slots(self, source, target, guidance):
             raise EngineError("llama.cpp rejected the request")
 
     report = asyncio.run(evaluate(evalset(), InProcessTarget(Settings(home=tmp_path), engine=FailingWarmUp(answer))))
