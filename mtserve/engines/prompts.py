@@ -13,8 +13,9 @@ Beyond the plain request a template knows three things:
   level-3 sentences of the eval *dev* split (never test, never levels 4-6,
   which the eval scores); see QUALITY.md.
 - **a glossary**: the model card's terminology block for HY-MT1.5
-  (``参考下面的翻译：\\n{term} 翻译成 {translation}``), and a "use these terms"
-  instruction in the system prompt for the others.
+  (``参考下面的翻译：\\n{term} 翻译成 {translation}``), and for the others a "use
+  these terms" list that opens the text's own turn, after the cached prefix (each
+  segment gets only the terms it holds, so they differ from one segment to the next).
 - **strict mode**, the guardrails' one retry after an output that was not a
   translation (left in the source script, explained, looped).
 - **guidance**: a request's context, instructions and formality (DeepL's ``context``,
@@ -110,16 +111,16 @@ class PromptTemplate:
         messages: Messages = []
         system_text = system.format(**fields) if system else ""
         user_text = user.format(**fields)
+        leads: list[str] = []  # blocks that open the text's own turn, before the text
         if glossary and self.terminology == "hy-mt" and self.terminology_user:
             terms = "\n".join(self.term_line.format(term=t, translation=tr) for t, tr in glossary)
             user_text = self.terminology_user.format(terms=terms, **fields)
         elif glossary:
-            block = self.terms_header + "\n" + "\n".join(
-                self.term_line.format(term=t, translation=tr) for t, tr in glossary)
-            if system_text:
-                system_text = f"{system_text}\n\n{block}"
-            else:
-                user_text = f"{block}\n\n{user_text}"
+            # In the text's turn, not the system prompt: a segment's terms are its own, and in the system
+            # prompt they made every segment with a term compute the whole fixed prefix again (~170 tokens,
+            # and the next plain segment on that slot as many; BENCHMARKS.md, "Glossary terms").
+            leads.append(self.terms_header + "\n" + "\n".join(
+                self.term_line.format(term=t, translation=tr) for t, tr in glossary))
         if markup and self.markup_instruction:
             instruction = self.markup_instruction.format(**fields)
             if system_text:
@@ -135,16 +136,22 @@ class PromptTemplate:
             examples += self.strict_examples.get((source, target), ())
         for example_source, example_target in examples:
             messages += self._example_turns(user, fields, example_source, example_target)
+        guided = self.guided_user
         turns: Messages = []  # after the fixed (cached) prefix: a segment's TM examples, then its text
         for example_source, example_target in retrieved:
             turns += self._example_turns(user, fields, example_source, example_target)
-        turns.append({"role": "user", "content": user_text})
         if guidance:
             # The guidance opens the first turn after the fixed prefix, a retrieved example's or else the
             # text's, so segments with and without TM examples share it: a slot that served one kind keeps
             # it cached for the other (34.8 prompt tokens a segment against 52.5; QUALITY.md).
-            turns[0] = {"role": "user", "content": self.guided_user.format(
-                guidance=guidance_block(guidance, target), request=turns[0]["content"])}
+            if turns:
+                turns[0] = {"role": "user", "content": guided.format(
+                    guidance=guidance_block(guidance, target), request=turns[0]["content"])}
+            else:
+                leads.insert(0, guidance_block(guidance, target))
+        if leads:
+            user_text = guided.format(guidance="\n\n".join(leads), request=user_text)
+        turns.append({"role": "user", "content": user_text})
         return messages + turns
 
     @staticmethod

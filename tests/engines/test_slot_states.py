@@ -25,9 +25,9 @@ def _llamacpp(model_path, n_parallel: int):
                           prompt_cache_ram_mib=Settings().prompt_cache_ram_mib)
 
 
-def _tokens(engine, text: str, markup: bool = False) -> tuple[int, int]:
+def _tokens(engine, text: str, markup: bool = False, glossary=()) -> tuple[int, int]:
     """(tokens computed, tokens from a cache) of one request, as this thread made it."""
-    engine.translate(TranslationRequest(text, "zh", "en", markup=markup, max_tokens=4))
+    engine.translate(TranslationRequest(text, "zh", "en", markup=markup, max_tokens=4, glossary=glossary))
     timings = engine.last_timings()
     return int(timings["prompt_n"]), int(timings["cache_n"])
 
@@ -59,3 +59,21 @@ def test_a_slot_switching_kinds_restores_each_prompt_from_the_ram_cache(model_pa
         engine.close()
     assert plain[0] > 150 and marked[0] > 150, (plain, marked)  # each kind computed once
     assert plain_again[0] < 30 and marked_again[0] < 30, (plain_again, marked_again)  # then restored
+
+
+@pytest.mark.model
+def test_glossary_terms_leave_the_fixed_prompt_cached(model_path):
+    """Each segment gets only its own terms, so they differ from one segment to the next: after the
+    cached prefix they cost their own tokens, where in the system prompt they cost the whole prefix."""
+    engine = _llamacpp(model_path, n_parallel=1)
+    engine.load()
+    try:
+        first = _tokens(engine, "我喜欢猫。")
+        with_term = _tokens(engine, "找不到该插件。", glossary=(("插件", "plugin"),))
+        other_term = _tokens(engine, "请保存页面。", glossary=(("页面", "page"), ("保存", "Save")))
+        plain_again = _tokens(engine, "他在看书。")
+    finally:
+        engine.close()
+    assert first[0] > 150, first
+    assert all(computed < 40 and cached > 150 for computed, cached in (with_term, other_term, plain_again)), \
+        (with_term, other_term, plain_again)

@@ -154,10 +154,12 @@ def test_prompts_are_rendered_by_the_models_own_chat_template(chat_tokenizer):
     assert engine.encode(request) == chat_tokenizer.encode(rendered, add_special_tokens=False)
 
 
-def test_qwen_glossary_goes_into_the_system_prompt_and_strict_replaces_it(chat_tokenizer):
+def test_qwen_glossary_goes_into_the_texts_turn_and_strict_replaces_the_system_prompt(chat_tokenizer):
     engine = _engine("qwen", tokenizer=chat_tokenizer)
-    system = _turns(engine.render(TranslationRequest(ZH, "zh", "en", glossary=TERMS)))[0]
-    assert system[0] == "system" and "国际商业机器公司 → IBM" in system[1]
+    turns = _turns(engine.render(TranslationRequest(ZH, "zh", "en", glossary=TERMS)))
+    plain_turns = _turns(engine.render(TranslationRequest(ZH, "zh", "en")))
+    assert turns[:-1] == plain_turns[:-1]  # the cached prefix is the same with or without terms
+    assert turns[-1][0] == "user" and "国际商业机器公司 → IBM" in turns[-1][1] and turns[-1][1].endswith(ZH)
     strict = _turns(engine.render(TranslationRequest(ZH, "zh", "en", strict=True)))[0][1]
     plain = _turns(engine.render(TranslationRequest(ZH, "zh", "en")))[0][1]
     assert strict != plain and "nothing else" in strict

@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from mtserve.engines.base import Guidance
 from mtserve.engines.prompts import template_for
 from mtserve.service.glossary import (
     GlossaryError,
@@ -129,13 +130,30 @@ def test_hy_mt_uses_its_model_card_terminology_template():
         "将以下文本翻译为英语，注意只需要输出翻译后的结果，不要额外解释：\n国际商业机器公司发布了新产品。")}]
 
 
-def test_qwen_gets_the_terms_in_its_system_prompt_and_keeps_its_examples():
+def test_qwen_gets_the_terms_in_the_texts_turn_after_its_cached_prefix():
+    plain = template_for("qwen").messages("国际商业机器公司发布了新产品。", "zh", "en")
     messages = template_for("qwen").messages("国际商业机器公司发布了新产品。", "zh", "en",
                                              glossary=(("国际商业机器公司", "IBM"),))
-    assert "国际商业机器公司 → IBM" in messages[0]["content"] and messages[0]["role"] == "system"
-    assert messages[-1] == {"role": "user", "content": "国际商业机器公司发布了新产品。"}
-    plain = template_for("qwen").messages("你好", "zh", "en")
-    assert "→" not in plain[0]["content"]
+    assert messages[:-1] == plain[:-1]  # system prompt and fixed examples: the prefix every slot caches
+    assert messages[-1] == {"role": "user", "content": (
+        "Translate these terms exactly as given:\n国际商业机器公司 → IBM\n\n"
+        "Text to translate:\n国际商业机器公司发布了新产品。")}
+
+
+def test_terms_follow_the_guidance_and_come_after_tm_examples():
+    guidance = Guidance(context="UI strings")
+    messages = template_for("qwen").messages("找不到该插件", "zh", "en", glossary=(("插件", "plugin"),),
+                                             retrieved=(("找不到该页面", "Page not found"),), guidance=guidance)
+    assert messages[-3]["content"].startswith("Context, only to understand the text")  # the example's turn
+    assert messages[-3]["content"].endswith("找不到该页面")
+    assert messages[-1]["content"] == ("Translate these terms exactly as given:\n插件 → plugin\n\n"
+                                       "Text to translate:\n找不到该插件")
+    alone = template_for("qwen").messages("找不到该插件", "zh", "en", glossary=(("插件", "plugin"),),
+                                          guidance=guidance)
+    context, terms, text = alone[-1]["content"].split("\n\n")
+    assert context.startswith("Context, only to understand the text") and "UI strings" in context
+    assert terms == "Translate these terms exactly as given:\n插件 → plugin"
+    assert text == "Text to translate:\n找不到该插件"
 
 
 def test_hunyuan_mt_has_no_system_turn_so_terms_go_before_the_text():
