@@ -76,6 +76,10 @@ class PromptTemplate:
     # the last user turn when a request carries guidance: fields {guidance} (the block) and {request}
     # (the user turn as it would be without it)
     guided_user: str = "{guidance}\n\n{request}"
+    # the same for the strict retry, whose user turn names its text itself (STRICT_FENCE): a label
+    # before that read "Text to translate: Translate into English the text between the markers…",
+    # and the 1.5B translated the instruction
+    strict_guided_user: str = "{guidance}\n\n{request}"
 
     def transfer_messages(self, text: str, translation: str, source: str, target: str) -> Messages:
         """Messages that ask for ``translation`` with the tags of ``text`` put in (markup_mode
@@ -136,7 +140,7 @@ class PromptTemplate:
             examples += self.strict_examples.get((source, target), ())
         for example_source, example_target in examples:
             messages += self._example_turns(user, fields, example_source, example_target)
-        guided = self.guided_user
+        guided = self.strict_guided_user if strict else self.guided_user
         turns: Messages = []  # after the fixed (cached) prefix: a segment's TM examples, then its text
         for example_source, example_target in retrieved:
             turns += self._example_turns(user, fields, example_source, example_target)
