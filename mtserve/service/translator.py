@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
-from mtserve.engines.base import (  # noqa: F401 - PromptTooLong: for the layers above, which see no engine
+from mtserve.engines.base import (  # PromptTooLong: also for the layers above, which see no engine
     NO_GUIDANCE,
     Engine,
     Guidance,
@@ -461,8 +461,10 @@ class TranslationService:
                 self.metrics.guardrail_retries.labels(reason=problem.kind).inc()
                 log.info("guardrail retry", extra={"event": "guardrail_retry", "reason": problem.kind,
                                                    "detail": problem.detail})
-                retry = guardrails.retry_request(request, problem)
-                [retried] = await ticket.wait([ticket.submit(retry)])
+                retried = await self._retry(ticket, guardrails.retry_request(request, problem))
+                if retried is None:
+                    self.metrics.guardrail_unresolved.labels(reason=problem.kind).inc()
+                    return self._to_target_script(cleaned, target, terms)
                 self._account(usage, retried)
                 second = clean_translation(retried.result.text, request.text)
                 second_problem = guardrails.check(request.text, second, request.source, request.target,
@@ -472,6 +474,18 @@ class TranslationService:
                 if unresolved:
                     self.metrics.guardrail_unresolved.labels(reason=(second_problem or problem).kind).inc()
         return self._to_target_script(cleaned, target, terms)
+
+    @staticmethod
+    async def _retry(ticket: Ticket, request: TranslationRequest):
+        """The outcome of a retry, or None when its prompt does not fit a slot: the strict prompt's
+        examples make it longer than the first attempt's (~630 tokens more), and a first answer that
+        fitted is worth more than a failed segment."""
+        try:
+            [outcome] = await ticket.wait([ticket.submit(request)])
+        except PromptTooLong as exc:
+            log.info("retry over the context", extra={"event": "retry_too_long", "error": str(exc)})
+            return None
+        return outcome
 
     # --- translation ------------------------------------------------------------
     async def translate(
@@ -700,14 +714,14 @@ class TranslationService:
             usage.markup_retries += 1
             self.metrics.markup_retries.inc()
             log.info("markup retry", extra={"event": "markup_retry", "detail": problem})
-            retry = replace(item.request, strict=True, markup=True)
-            [again] = await ticket.wait([ticket.submit(retry)])
-            self._account(usage, again)
-            second = self._to_target_script(clean_translation(again.result.text, item.request.text),
-                                            target, item.terms)
-            problem = markup.check(source, second) or _padded(output, second)
-            if problem is None:
-                output = second
+            again = await self._retry(ticket, replace(item.request, strict=True, markup=True))
+            if again is not None:
+                self._account(usage, again)
+                second = self._to_target_script(clean_translation(again.result.text, item.request.text),
+                                                target, item.terms)
+                problem = markup.check(source, second) or _padded(output, second)
+                if problem is None:
+                    output = second
         if problem is not None:
             usage.markup_fallbacks += 1
             self.metrics.markup_fallbacks.labels(reason=reason).inc()

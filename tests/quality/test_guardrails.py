@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from mtserve.engines.base import Guidance, TranslationRequest
+from mtserve.engines.base import Guidance, PromptTooLong, TranslationRequest
 from mtserve.service.guardrails import Problem, check, choose, retry_request, substitute_terms
 from tests.quality.helpers import ScriptedEngine, counter, service_for
 
@@ -108,6 +108,28 @@ def test_an_unfixable_output_is_kept_and_reported_unresolved(tmp_path):
     assert result.text == "这是一本书。"
     assert len(engine.calls) == 2  # once, and one retry: never a loop
     assert counter(service, "mtserve_guardrail_unresolved_total", reason="identical") == 1
+
+
+def test_a_retry_over_the_context_keeps_the_first_answer(tmp_path):
+    """The strict prompt is ~630 tokens longer than the first attempt's: a segment whose first prompt
+    fitted may not fit it, and that must cost the retry, not the segment."""
+    def script(request):
+        if request.strict:
+            raise PromptTooLong("the segment's prompt is 1029 tokens, over the 1024 tokens of a slot's context")
+        return "The plug-in was not found."  # misses the glossary's "plugin"
+
+    engine = ScriptedEngine(script)
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            [result] = await service.translate(["找不到该插件。"], "zh", "en", glossary={"插件": "plugin"})
+            return service, result
+
+    service, result = asyncio.run(main())
+    assert result.text == "The plug-in was not found."
+    assert [c.strict for c in engine.calls] == [False, True]
+    assert counter(service, "mtserve_guardrail_retries_total", reason="glossary") == 1
+    assert counter(service, "mtserve_guardrail_unresolved_total", reason="glossary") == 1
 
 
 def test_guardrails_can_be_turned_off(tmp_path):

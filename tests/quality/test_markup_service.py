@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+from mtserve.engines.base import PromptTooLong
 from mtserve.service.translator import Usage
 from mtserve.text.html import TagHandling
 from tests.fakes import FakeEngine
@@ -290,3 +291,19 @@ def test_the_transfer_grammar_allows_only_the_translation_and_the_tags(tmp_path)
     assert '"<x2/>" s6x7p0' in rules["s6x3p0"]  # a void tag may come after the last word
     assert "s5x0p0" not in rules  # past the last word with <b1> unplaced: no way to give it a word
     assert body["messages"][-1]["content"] == "Sentence: 我喜欢<b1>猫</b1><x2/>。\nTranslation: I like cats."
+
+
+def test_a_markup_retry_over_the_context_falls_back_to_placing_the_tags(tmp_path):
+    source = "他<i1>昨天</i1>去了<b2>北京</b2>。"
+    answers = table({source: "He went to Beijing yesterday.", "他昨天去了北京。": "He went to Beijing yesterday.",
+                     "昨天": "Yesterday", "北京": "Beijing"})
+
+    def script(request):
+        if request.strict:
+            raise PromptTooLong("the segment's prompt is 1100 tokens, over the 1024 tokens of a slot's context")
+        return answers(request)
+
+    service, [out], usage = run(ScriptedEngine(script), tmp_path, ["<p>他<i>昨天</i>去了<b>北京</b>。</p>"],
+                                fmt="html")
+    assert out == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"
+    assert usage.markup_retries == 1 and usage.markup_fallbacks == 1
