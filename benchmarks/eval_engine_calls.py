@@ -1,6 +1,7 @@
 """Where an eval's engine time goes: llama.cpp's timings of every engine call the service makes (BENCHMARKS.md).
 
     python benchmarks/eval_engine_calls.py [--split test --limit 200 --context LINE --tm FILE --model M]
+        [--glossary-file FILE]
 
 Runs the software set the way ``mtserve eval --dataset software`` does (the same in-process service, the
 same sample, the untimed warm-up of every slot) with each engine call timed, and prints the wall time,
@@ -38,6 +39,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--context", default="", help="every string's context, as `mtserve eval --context`")
     parser.add_argument("--tm", type=Path, help="a translation memory, as `mtserve eval --tm`")
+    parser.add_argument("--glossary-file", type=Path, help="as `mtserve eval --glossary-file`")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct-q4_k_m")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -46,7 +48,8 @@ def main() -> int:
     evalset.pairs = sample(evalset.pairs, args.limit, 0)
     if args.context:
         evalset = with_context(evalset, args.context)
-    target = InProcessTarget(Settings(model=args.model, threads=args.threads))
+    target = InProcessTarget(Settings(model=args.model, threads=args.threads,
+                                             glossary_file=args.glossary_file))
     if args.tm:
         target.use_memory(args.tm, "zh", "en")
     engine = target.runtime.engine
@@ -78,7 +81,9 @@ def main() -> int:
     wall = asyncio.run(run())
     busy = sum(call["end"] - call["start"] for call in calls)
     print(f"{len(evalset.pairs)} software {args.split} strings, {args.model}, context {bool(args.context)}, "
-          f"TM {args.tm.name if args.tm else 'none'}: wall {wall:.1f} s, {len(calls)} engine calls, "
+          f"TM {args.tm.name if args.tm else 'none'}, "
+          f"glossary {args.glossary_file.name if args.glossary_file else 'none'}: "
+          f"wall {wall:.1f} s, {len(calls)} engine calls, "
           f"{busy / wall:.2f} in llama.cpp at once on average")
     print("  means per call: " + "  ".join(f"{key} {sum(c[key] for c in calls) / len(calls):.1f}" for key in TIMINGS))
     long = [c for c in calls if c["prompt_n"] > LONG_PROMPT]
