@@ -43,8 +43,9 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 MAX_TERM_CHARS = 200
 MAX_NAME_CHARS = 200  # DeepL allows 1,024 bytes
@@ -275,9 +276,51 @@ def matching_entries(entries: Mapping[str, str], text: str) -> dict[str, str]:
     return found
 
 
-def term_in_output(translation: str, output: str) -> bool:
-    """Whether the glossary's ``translation`` appears in ``output`` (case-insensitive for spaced scripts)."""
-    return bool(_pattern(translation).search(output))
+def term_in_output(translation: str, output: str, language: str | None = None) -> bool:
+    """Whether the glossary's ``translation`` appears in ``output`` (case-insensitive for spaced scripts),
+    in any inflected form where ``language`` has a Snowball stemmer: "permission" honours "Permissions" and
+    "created" honours "Create", as DeepL flexes a glossary's entries for the sentence. Held to the exact form,
+    the 1.5B's grammatical answers were retried, and the retries read worse (QUALITY.md, "Glossary terms")."""
+    if _pattern(translation).search(output):
+        return True
+    if not _SPACED_SCRIPT.search(translation) or (stem := _stemmer(language)) is None:
+        return False
+    wanted = [stem(word) for word in _WORD.findall(translation.lower())]
+    words = [stem(word) for word in _WORD.findall(output.lower())]
+    return any(words[i:i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
+
+
+_WORD = re.compile(f"[{_ALNUM}]+")
+# mtserve's language codes -> Snowball's algorithms (snowballstemmer.algorithms())
+SNOWBALL = {"en": "english", "de": "german", "fr": "french", "es": "spanish", "it": "italian",
+            "pt": "portuguese", "nl": "dutch", "sv": "swedish", "da": "danish", "nb": "norwegian",
+            "no": "norwegian", "fi": "finnish", "ru": "russian", "ro": "romanian", "hu": "hungarian",
+            "tr": "turkish", "ca": "catalan", "el": "greek", "cs": "czech", "pl": "polish",
+            "id": "indonesian", "lt": "lithuanian", "et": "estonian", "ga": "irish", "eu": "basque",
+            "sr": "serbian", "hy": "armenian"}
+_stemmers: dict[str, Callable[[str], str]] = {}
+_stemmers_lock = threading.Lock()
+
+
+def _stemmer(language: str | None) -> Callable[[str], str] | None:
+    """A cached, thread-safe stem function for ``language``; None where Snowball has none."""
+    algorithm = SNOWBALL.get((language or "").split("-")[0].lower())
+    if algorithm is None:
+        return None
+    with _stemmers_lock:
+        if algorithm not in _stemmers:
+            import snowballstemmer
+
+            stemmer = snowballstemmer.stemmer(algorithm)
+            lock = threading.Lock()  # a Snowball stemmer keeps its state on the object
+
+            @lru_cache(maxsize=8192)
+            def stem(word: str) -> str:
+                with lock:
+                    return stemmer.stemWord(word)
+
+            _stemmers[algorithm] = stem
+        return _stemmers[algorithm]
 
 
 def canonical(entries: Mapping[str, str]) -> str:

@@ -210,8 +210,9 @@ def _explanation(source: str, output: str) -> Problem | None:
     return None
 
 
-def _missing_terms(output: str, glossary: Mapping[str, str] | None) -> Problem | None:
-    missing = [term for term, translation in (glossary or {}).items() if not term_in_output(translation, output)]
+def _missing_terms(output: str, glossary: Mapping[str, str] | None, target_lang: str) -> Problem | None:
+    missing = [term for term, translation in (glossary or {}).items()
+               if not term_in_output(translation, output, target_lang)]
     if missing:
         return Problem("glossary", "glossary term(s) not honoured: " + ", ".join(missing[:5]))
     return None
@@ -238,7 +239,7 @@ def check(source: str, output: str, source_lang: str, target_lang: str, *,
         or _untranslated(source, output, source_lang, target_lang, glossary)
         or _explanation(source, output)
         or _answer(source, output)
-        or _missing_terms(output, glossary)
+        or _missing_terms(output, glossary, target_lang)
     )
 
 

@@ -17,6 +17,7 @@ from mtserve.service.glossary import (
     format_entries,
     matching_entries,
     parse_entries,
+    term_in_output,
     validate_entries,
 )
 from tests.quality.helpers import ScriptedEngine, service_for
@@ -53,6 +54,23 @@ def test_only_terms_in_the_text_match_and_the_longest_wins():
     assert matching_entries(entries, "This program uses a lot of memory.") == {}  # not "RAM" in "program"
     assert matching_entries(entries, "我用Mac电脑，它有16GB ram。") == {"Mac": "苹果电脑", "RAM": "内存"}
     assert matching_entries(entries, "Macintosh") == {}
+
+
+@pytest.mark.parametrize("translation, output, language, honoured", [
+    ("Permissions", "You do not have permission to edit this page", "en", True),
+    ("page", "Help pages", "en", True),
+    ("Create", "Successfully created folder", "en", True),
+    ("Add plugin", "Added plugins", "en", True),
+    ("Add plugin", "Added a plugin", "en", False),  # the term's words, in order, next to each other
+    ("plugin", "The plug-in was not found.", "en", False),
+    ("Datei", "Die Dateien wurden gespeichert.", "de", True),
+    ("Permissions", "You do not have permission", None, False),  # no language: the exact form only
+    ("Permissions", "You do not have permission", "ja", False),  # no stemmer for it: the exact form only
+    ("IBM", "ibm released it", "en", True),
+    ("苹果", "我买了苹果。", "zh", True),
+])
+def test_a_term_is_honoured_in_any_inflected_form_of_its_language(translation, output, language, honoured):
+    assert term_in_output(translation, output, language) is honoured
 
 
 def test_validation_rejects_non_strings_and_overlong_terms():
