@@ -53,6 +53,7 @@ from mtserve.service.glossary import (
     merge,
     scope_for,
 )
+from mtserve.service.job import SegmentOutcome
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
 from mtserve.service.tm import ALL_OWNERS, TranslationMemory
@@ -476,7 +477,7 @@ class TranslationService:
         return self._to_target_script(cleaned, target, terms)
 
     @staticmethod
-    async def _retry(ticket: Ticket, request: TranslationRequest):
+    async def _retry(ticket: Ticket, request: TranslationRequest) -> SegmentOutcome | None:
         """The outcome of a retry, or None when its prompt does not fit a slot: the strict prompt's
         examples make it longer than the first attempt's (~630 tokens more), and a first answer that
         fitted is worth more than a failed segment."""
