@@ -48,8 +48,7 @@ def main() -> int:
     evalset.pairs = sample(evalset.pairs, args.limit, 0)
     if args.context:
         evalset = with_context(evalset, args.context)
-    target = InProcessTarget(Settings(model=args.model, threads=args.threads,
-                                             glossary_file=args.glossary_file))
+    target = InProcessTarget(Settings(model=args.model, threads=args.threads, glossary_file=args.glossary_file))
     if args.tm:
         target.use_memory(args.tm, "zh", "en")
     engine = target.runtime.engine

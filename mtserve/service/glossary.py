@@ -298,29 +298,28 @@ SNOWBALL = {"en": "english", "de": "german", "fr": "french", "es": "spanish", "i
             "tr": "turkish", "ca": "catalan", "el": "greek", "cs": "czech", "pl": "polish",
             "id": "indonesian", "lt": "lithuanian", "et": "estonian", "ga": "irish", "eu": "basque",
             "sr": "serbian", "hy": "armenian"}
-_stemmers: dict[str, Callable[[str], str]] = {}
-_stemmers_lock = threading.Lock()
 
 
 def _stemmer(language: str | None) -> Callable[[str], str] | None:
-    """A cached, thread-safe stem function for ``language``; None where Snowball has none."""
+    """A stem function for ``language``; None where Snowball has none."""
     algorithm = SNOWBALL.get((language or "").split("-")[0].lower())
-    if algorithm is None:
-        return None
-    with _stemmers_lock:
-        if algorithm not in _stemmers:
-            import snowballstemmer
+    return _snowball(algorithm) if algorithm else None
 
-            stemmer = snowballstemmer.stemmer(algorithm)
-            lock = threading.Lock()  # a Snowball stemmer keeps its state on the object
 
-            @lru_cache(maxsize=8192)
-            def stem(word: str) -> str:
-                with lock:
-                    return stemmer.stemWord(word)
+@lru_cache(maxsize=None)
+def _snowball(algorithm: str) -> Callable[[str], str]:
+    """One cached, thread-safe stem function per algorithm (a Snowball stemmer keeps its state on the object)."""
+    import snowballstemmer
 
-            _stemmers[algorithm] = stem
-        return _stemmers[algorithm]
+    stemmer = snowballstemmer.stemmer(algorithm)
+    lock = threading.Lock()
+
+    @lru_cache(maxsize=8192)
+    def stem(word: str) -> str:
+        with lock:
+            return stemmer.stemWord(word)
+
+    return stem
 
 
 def canonical(entries: Mapping[str, str]) -> str:
