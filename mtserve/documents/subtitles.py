@@ -5,6 +5,16 @@ blank lines are copied exactly. A cue's text lines are translated together (a
 sentence often runs over two lines) and wrapped back into two lines when the
 source had two and the translation is long; dialogue cues ("- Hi.\\n- Hello.")
 keep one line per speaker. Tags (<i>, <v Name>, {\\an8}) are kept.
+
+Consecutive cues are translated together, as a passage of up to three cues
+(``_runs``): a sentence that runs on into the next cue (the cue ends without a
+full stop, question or exclamation mark) is translated whole, and so are the
+sentences around it, unless a pause of two seconds comes between. Halves
+translated apart lose their order and grammar ("When he got to the airport," +
+"the plane had taken off."), and a cue alone loses the subject or tense that the
+one before gave it. The passage's translation is shared out among its cues in
+the proportion of their source text, cut where the translation pauses
+(``share_out``).
 """
 
 from __future__ import annotations
@@ -21,12 +31,23 @@ from mtserve.documents.base import (
     decode_text,
     protected_split,
 )
-from mtserve.text.segment import is_cjk
+from mtserve.text.segment import ends_with_abbreviation, is_cjk
 
 _SRT_TIMING = re.compile(r"^\s*\d{1,3}:\d{2}:\d{2}[,.]\d{1,3}\s*-->\s*\d{1,3}:\d{2}:\d{2}[,.]\d{1,3}")
 _VTT_TIMING = re.compile(r"^\s*(?:\d{1,3}:)?\d{2}:\d{2}\.\d{3}\s+-->\s+(?:\d{1,3}:)?\d{2}:\d{2}\.\d{3}")
 _KEPT = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}|^\s*-\s*")  # tags, and a speaker dash
 _WRAP_AT = 42  # characters per subtitle line, the usual broadcast limit
+# Consecutive cues go to the service as one text (a passage) of at most this many cues and characters,
+# the service's default segment budget: speech that runs on is longer than a sentence of it, and a
+# pronoun or a tense it leaves out is in the cue before (QUALITY.md, "Subtitles").
+_PASSAGE_CUES = 3
+_PASSAGE_CHARS = 200
+# A cue that ends its sentence starts a new passage after a pause of this long: a new scene, or a new
+# exchange. A judgement, not a measurement: the eval's cues have no pauses.
+_PASSAGE_PAUSE_S = 2.0
+_CLOSERS = "\"'”’)]）」』》"
+_SENTENCE_ENDS = ".!?。！？"  # "…" and "..." go on: a subtitle's way to carry a sentence into the next cue
+_CLAUSE_ENDS = ",;:，；：、—-"
 
 
 @dataclass
@@ -35,6 +56,8 @@ class _Cue:
     end: int  # past the last text line
     texts: list[PieceText]  # one per output line group: the whole cue, or one per speaker
     wrap: bool  # re-wrap into two lines
+    start_s: float | None = None  # its timing, where it reads
+    end_s: float | None = None
 
 
 class SubtitleDocument(Document):
@@ -42,24 +65,42 @@ class SubtitleDocument(Document):
         self.decoded = decoded
         self.lines = lines
         self.cues = cues
-        segments = [s for cue in cues for text in cue.texts for s in text.segments]
+        self.runs = _runs(cues)  # cues translated as one segment: a sentence that runs over them
+        segments: list[str] = []
+        for run in self.runs:
+            if len(run) > 1:
+                segments.append(_joined([cues[i].texts[0].segments[0] for i in run]))
+            else:
+                segments += [s for text in cues[run[0]].texts for s in text.segments]
         super().__init__(kind, segments, notes=[
             "Numbering, timings and cue settings are kept exactly.",
             "Each cue's lines are translated together and wrapped into at most two lines.",
+            "Consecutive cues are translated together (a sentence over several cues whole) and the "
+            "translation is shared out among them.",
         ])
 
     def render(self, translations: list[str], target: str) -> Output:
         self.check(translations)
         out: list[str] = []
         position, at = 0, 0
-        for cue in self.cues:
-            out.extend(self.lines[position:cue.start])
-            for text in cue.texts:
-                n = len(text.segments)
-                rendered = text.render([" ".join(t.split()) for t in translations[at:at + n]])
-                at += n
-                out.extend(_wrap(rendered) if cue.wrap else [rendered])
-            position = cue.end
+        for run in self.runs:
+            per_cue: list[list[list[str]]] = []  # for each cue of the run, each text's translations
+            if len(run) > 1:
+                shares = share_out(translations[at], [self.cues[i].texts[0].segments[0] for i in run])
+                at += 1
+                per_cue = [[[share]] for share in shares]
+            else:
+                per_cue.append([])
+                for text in self.cues[run[0]].texts:
+                    per_cue[0].append(translations[at:at + len(text.segments)])
+                    at += len(text.segments)
+            for i, texts in zip(run, per_cue):
+                cue = self.cues[i]
+                out.extend(self.lines[position:cue.start])
+                for text, translated in zip(cue.texts, texts):
+                    rendered = text.render([" ".join(t.split()) for t in translated])
+                    out.extend(_wrap(rendered) if cue.wrap else [rendered])
+                position = cue.end
         out.extend(self.lines[position:])
         extension = "vtt" if self.format == "vtt" else "srt"
         media = "text/vtt" if extension == "vtt" else "application/x-subrip"
@@ -91,7 +132,7 @@ def _read(data: bytes, kind: str, timing: re.Pattern[str],
         while end < len(lines) and lines[end].strip():
             end += 1
         if end > start:
-            cues.append(_cue(lines, start, end))
+            cues.append(_cue(lines, start, end, _seconds(lines[i])))
         i = end
     if not cues:
         raise DocumentError(f"could not read the .{kind} file: it has no cues (lines like "
@@ -100,16 +141,30 @@ def _read(data: bytes, kind: str, timing: re.Pattern[str],
     return SubtitleDocument(kind, decoded, lines, cues)
 
 
-def _cue(lines: list[str], start: int, end: int) -> _Cue:
+def _cue(lines: list[str], start: int, end: int, timing: tuple[float, float] | None) -> _Cue:
     text_lines = lines[start:end]
+    start_s, end_s = timing or (None, None)
     if len(text_lines) > 1 and all(line.lstrip().startswith("-") for line in text_lines):
-        return _Cue(start, end, [PieceText(protected_split(line, _KEPT)) for line in text_lines], wrap=False)
+        return _Cue(start, end, [PieceText(protected_split(line, _KEPT)) for line in text_lines], False,
+                    start_s, end_s)
     joined = text_lines[0].strip()
     for line in text_lines[1:]:
         line = line.strip()
         glue = "" if joined and line and is_cjk(joined[-1]) and is_cjk(line[0]) else " "
         joined += glue + line
-    return _Cue(start, end, [PieceText(protected_split(joined, _KEPT))], wrap=len(text_lines) > 1)
+    return _Cue(start, end, [PieceText(protected_split(joined, _KEPT))], len(text_lines) > 1, start_s, end_s)
+
+
+_TIME = re.compile(r"(?:(\d{1,3}):)?(\d{2}):(\d{2})[,.](\d{1,3})")
+
+
+def _seconds(timing: str) -> tuple[float, float] | None:
+    """(start, end) of a timing line in seconds."""
+    found = _TIME.findall(timing)
+    if len(found) < 2:
+        return None
+    return tuple(int(h or 0) * 3600 + int(m) * 60 + int(s) + int(ms.ljust(3, "0")) / 1000
+                 for h, m, s, ms in found[:2])  # type: ignore[return-value]
 
 
 def _wrap(text: str) -> list[str]:
@@ -129,3 +184,146 @@ def _wrap(text: str) -> list[str]:
     middle = len(text) / 2
     cut = min(spaces, key=lambda i: abs(i - middle))
     return [text[:cut], text[cut + 1:]]
+
+
+def _runs(cues: list[_Cue]) -> list[list[int]]:
+    """The cues in order, consecutive ones put together into passages: a cue whose sentence goes on
+    always joins the next, a cue that ends its sentence joins it unless a pause comes between
+    (``_PASSAGE_PAUSE_S``), within ``_PASSAGE_CUES`` and ``_PASSAGE_CHARS``. A cue with tags or
+    speakers stays alone."""
+    runs: list[list[int]] = []
+    size = 0
+    for i, cue in enumerate(cues):
+        text = _plain_text(cue)
+        last = runs[-1] if runs else None
+        previous = cues[last[-1]] if last else None
+        if (text is not None and last is not None and previous is not None and len(last) < _PASSAGE_CUES
+                and size + len(text) <= _PASSAGE_CHARS and _goes_on(previous, cue)):
+            last.append(i)
+            size += len(text)
+        else:
+            runs.append([i])
+            size = len(text) if text is not None else 0
+    return runs
+
+
+def _goes_on(previous: _Cue, cue: _Cue) -> bool:
+    """Whether ``cue`` continues the passage that ``previous`` ends."""
+    text = _plain_text(previous)
+    if text is None:
+        return False
+    if _runs_on(text):
+        return True
+    if previous.end_s is None or cue.start_s is None:
+        return False
+    return cue.start_s - previous.end_s < _PASSAGE_PAUSE_S
+
+
+def _plain_text(cue: _Cue) -> str | None:
+    """The cue's one segment, when the cue is nothing else (no tags, no speakers)."""
+    if len(cue.texts) != 1 or len(cue.texts[0].pieces) != 1 or len(cue.texts[0].segments) != 1:
+        return None
+    return cue.texts[0].segments[0]
+
+
+def _runs_on(text: str | None) -> bool:
+    """Whether a cue's sentence goes on in the next cue: it ends without a full stop, question or
+    exclamation mark (a comma, an ellipsis, a word)."""
+    if not text:
+        return False
+    end = text.rstrip().rstrip(_CLOSERS)
+    if not end:
+        return False
+    if end[-1] == "." and (end.endswith("..") or ends_with_abbreviation(end)):
+        return True
+    return end[-1] not in _SENTENCE_ENDS
+
+
+def _joined(texts: list[str]) -> str:
+    """Cue texts as one sentence: CJK text runs on without a space."""
+    out = texts[0]
+    for text in texts[1:]:
+        out += ("" if is_cjk(out[-1]) and is_cjk(text[0]) else " ") + text
+    return out
+
+
+def share_out(translation: str, sources: list[str]) -> list[str]:
+    """Cut ``translation`` into one piece per cue, in the proportion of the cues' ``sources``.
+
+    Each cut is where the translation pauses near its share: after a sentence end, then a
+    clause mark, then any word (any character in CJK text). A pause weighs more where the
+    source cue ends with one of the same kind. Every piece gets a word while there are words
+    enough; a cue left without one gets "…".
+    """
+    text = " ".join(translation.split())
+    n = len(sources)
+    if n == 1 or not text:
+        return [text] * n  # no translation: each cue keeps its source
+    cuts = _cuts(text)
+    if len(cuts) < n - 1:
+        pieces = _pieces(text, [at for at, _ in cuts])
+        return pieces + ["…"] * (n - len(pieces))
+    weights = [max(1, len(source.strip())) for source in sources]
+    total = sum(weights)
+    wanted = [sum(weights[:k + 1]) / total * len(text) for k in range(n - 1)]
+    kinds = [_pause(source.strip()) for source in sources[:-1]]
+
+    def cost(k: int, cut: tuple[int, int]) -> float:
+        return abs(cut[0] - wanted[k]) / len(text) - _PAUSE_BONUS[kinds[k]][cut[1]]
+
+    # best[k][j]: the least cost of cuts 0..k with cut k at cuts[j] (cuts strictly increase)
+    inf = float("inf")
+    best = [[inf] * len(cuts) for _ in range(n - 1)]
+    came = [[-1] * len(cuts) for _ in range(n - 1)]
+    for j, cut in enumerate(cuts):
+        best[0][j] = cost(0, cut)
+    for k in range(1, n - 1):
+        least, least_at = inf, -1
+        for j, cut in enumerate(cuts):
+            if j > 0 and best[k - 1][j - 1] < least:
+                least, least_at = best[k - 1][j - 1], j - 1
+            if least_at >= 0:
+                best[k][j], came[k][j] = least + cost(k, cut), least_at
+    j = min(range(len(cuts)), key=lambda j: best[n - 2][j])
+    chosen = []
+    for k in range(n - 2, -1, -1):
+        chosen.append(cuts[j][0])
+        j = came[k][j]
+    return _pieces(text, chosen[::-1])
+
+
+# How much a pause in the translation (1 a word, 2 a clause mark, 3 a sentence end) counts, as a share of
+# the text, at a cut whose source cue ends with a pause of the kind of the row.
+_PAUSE_BONUS = {
+    1: {1: 0.0, 2: 0.05, 3: 0.05},
+    2: {1: 0.0, 2: 0.12, 3: 0.12},
+    3: {1: 0.0, 2: 0.05, 3: 0.3},
+}
+
+
+def _pause(text: str) -> int:
+    """What ``text`` ends with: 3 a sentence end, 2 a clause mark, 1 neither."""
+    end = text.rstrip(_CLOSERS)
+    if end and end[-1] in _SENTENCE_ENDS + "…" and not ends_with_abbreviation(end):
+        return 3
+    if end and end[-1] in _CLAUSE_ENDS:
+        return 2
+    return 1
+
+
+def _cuts(text: str) -> list[tuple[int, int]]:
+    """(where a piece may start, the pause before it): after a space, or between CJK characters."""
+    cuts = []
+    for at in range(1, len(text)):
+        before, here = text[at - 1], text[at]
+        if before == " " or (is_cjk(before) and is_cjk(here) and here not in _NO_LINE_START):
+            cuts.append((at, _pause(text[:at].rstrip())))
+    return cuts
+
+
+_NO_LINE_START = "，。、；：！？）」』》”’…"  # CJK punctuation a line does not start with
+
+
+def _pieces(text: str, cuts: list[int]) -> list[str]:
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b].strip() for a, b in zip(bounds, bounds[1:])]

@@ -517,8 +517,9 @@ def _text_cases() -> list[HostileFile]:
     add("txt-too-many-lines", "lines.txt", b"a\n" * 6000, "limit")
     add("txt-lone-surrogates", "sur.txt", b"\xed\xa0\x80", "error")
     add("srt-cr-only", "cr.srt", "1\r00:00:01,000 --> 00:00:02,000\r你好\r".encode(), "ok")
+    # cues run on in passages of three (mtserve.documents.subtitles): 16,000 of them are 5,334 segments
     add("srt-too-many-cues", "cues.srt",
-        b"".join(b"%d\n00:00:01,000 --> 00:00:02,000\nx\n\n" % i for i in range(6000)), "limit")
+        b"".join(b"%d\n00:00:01,000 --> 00:00:02,000\nx\n\n" % i for i in range(16_000)), "limit")
     add("srt-only-timings", "timings.srt", b"00:00:01,000 --> 00:00:02,000\n" * 100_000, "any")
     add("vtt-huge-cue", "cue.vtt", b"WEBVTT\n\n00:01.000 --> 00:02.000\n" + b"a b\n" * 500_000, "ok")
     add("vtt-bom-cr", "bom.vtt", "\ufeffWEBVTT\r\r00:01.000 --> 00:02.000\r你好\r".encode(), "ok")
