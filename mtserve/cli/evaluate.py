@@ -7,6 +7,7 @@
     mtserve eval --dataset software --split dev --tm software --limit 100 # with a translation memory
     mtserve eval --dataset context --split all [--no-context]             # what a request's context changes
     mtserve eval --dataset software --split test --context "These are user-interface strings of a software application."
+    mtserve eval --dataset prose --split dev --as-subtitles               # sentences cut into subtitle cues
 """
 
 from __future__ import annotations
@@ -75,6 +76,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="send TEXT as the request's context for every pair without one of its own (on "
                              "--dataset software, what a .po file gets: \"These are user-interface strings of a "
                              "software application.\")")
+    parser.add_argument("--as-subtitles", action="store_true",
+                        help="in-process only: send each pair as the cues of an .srt file (cut after each "
+                             "sentence and comma, as a subtitler cuts speech) through the file path, and score "
+                             "the translated cues joined")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     add_setting_flags(parser, SERVICE_FIELDS + TM_FIELDS)
     parser.set_defaults(func=cmd_eval)
@@ -152,6 +157,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if args.tm_file:
                 target.use_memory(SOFTWARE_TM if args.tm_file == "software" else args.tm_file,
                                   evalset.source_lang, evalset.target_lang)
+        if args.as_subtitles:
+            from mtserve.eval.subtitles import SubtitleTarget
+
+            target = SubtitleTarget(target)
         report = asyncio.run(evaluate(evalset, target, args.worst, _progress(args.quiet)))
     except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
         print(f"mtserve eval: {exc}", file=sys.stderr)

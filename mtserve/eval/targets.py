@@ -159,6 +159,20 @@ class InProcessTarget:
     def memory_use(self, text: str) -> MemoryUse | None:
         return self._memory_use.get(text)
 
+    async def translate_document(self, data: bytes, filename: str, source: str, target: str,
+                                 context: str = "") -> bytes:
+        """The file translated as ``mtserve translate FILE`` translates it, with this process's service."""
+        from mtserve.documents.registry import FORMATS, ReadOptions, read_document
+        from mtserve.documents.runner import translate_document
+        from mtserve.service.translator import Guidance
+
+        assert self.runtime.service is not None
+        document = read_document(filename, data, FORMATS, ReadOptions.from_settings(self.settings))
+        result = await translate_document(self.runtime.service, document, source, target,
+                                          chunk_size=self.settings.files_chunk,
+                                          guidance=Guidance(context=context) if context else None)
+        return result.output.data
+
     async def translate_markup(self, text: str, source: str, target: str, fmt: str):
         """(the output, the request's Usage) for the markup eval: html, xml (DeepL's
         ``ignore_tags=x``) or text."""
