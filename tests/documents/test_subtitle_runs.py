@@ -96,6 +96,12 @@ def test_vtt_cues_run_on_too_and_keep_their_settings():
     # no pause in the translation: the word nearest the source's proportion
     ("I saw your teacher in the shop yesterday", ["我昨天在商店里", "看到了你的老师"],
      ["I saw your teacher", "in the shop yesterday"]),
+    # before a conjunction or a relative word, as subtitle style guides break English lines
+    ("I saw the man who sold me the car.", ["我看见了", "卖给我车的那个人。"],
+     ["I saw the man", "who sold me the car."]),
+    # a comma before a conjunction
+    ("In the year two thousand and one, Beijing hosted the Games.", ["公元两千年以后，", "北京举办过运动会。"],
+     ["In the year two thousand and one,", "Beijing hosted the Games."]),
     # into Chinese: between characters, after the comma
     ("我到机场的时候，飞机已经起飞了。", ["When I got to the airport,", "the plane had left."],
      ["我到机场的时候，", "飞机已经起飞了。"]),
