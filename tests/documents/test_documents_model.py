@@ -19,6 +19,7 @@ import pytest
 from tests.documents import samples
 from tests.documents.helpers import visible_text
 from tests.documents.samples import has_han
+from tests.servers import metric_value
 
 pytestmark = pytest.mark.model
 TIMEOUT = 300
@@ -62,6 +63,20 @@ def test_subtitles(live_server):
     assert [line for line in out.split("\n") if "-->" in line or line.isdigit()] == \
         ["1", "00:00:01,000 --> 00:00:02,000", "2", "00:00:02,500 --> 00:00:04,000"]
     english(out, "beijing", "tea")
+
+
+def test_a_sentence_over_two_cues_reaches_the_model_whole(live_server):
+    """The cues' passage is one segment for the engine, and its translation is shared out between them."""
+    source = ("1\n00:00:01,000 --> 00:00:02,500\n他赶到机场的时候，\n\n"
+              "2\n00:00:02,500 --> 00:00:04,000\n飞机已经起飞了。\n")
+    before = metric_value(live_server, "mtserve_cache_misses_total")
+    out = translate(live_server, "airport.srt", source.encode()).decode()
+    assert metric_value(live_server, "mtserve_cache_misses_total") - before == 1  # not two halves
+    blocks = out.strip().split("\n\n")
+    assert [block.split("\n")[:2] for block in blocks] == \
+        [["1", "00:00:01,000 --> 00:00:02,500"], ["2", "00:00:02,500 --> 00:00:04,000"]]
+    assert all(len(block.split("\n")) == 3 and block.split("\n")[2].strip() for block in blocks), out
+    english(out, "airport", "plane|flight|aircraft")
 
 
 def test_office(live_server):
