@@ -1,9 +1,13 @@
 """Plain text and HTML files.
 
-Text: every non-blank line is a segment; blank lines, indentation and line
-endings come back exactly. A paragraph wrapped over several lines is
-translated line by line (a plain file has no way to say the lines belong
-together). HTML: text nodes only, as ``format=html`` does for the API.
+Text: every non-blank line is a segment, except the lines of a wrapped
+paragraph; blank lines, indentation and line endings come back exactly. A
+paragraph hard-wrapped over several lines (a line that ends mid-sentence and
+fills most of its paragraph's width, followed by one that is not a list item
+or a heading) is translated as one text, and its translation is shared out
+among the same lines (``mtserve.documents.share``): line by line, a sentence
+cut at the margin came back as two fragments. HTML: text nodes only, as
+``format=html`` does for the API.
 """
 
 from __future__ import annotations
@@ -13,7 +17,18 @@ import re
 
 from mtserve.documents.base import Decoded, Document, Output, decode_text, keep_edges
 from mtserve.documents.limits import check_markup
+from mtserve.documents.share import join_lines, runs_on, share_out
 from mtserve.text.html import HtmlDocument, parse_html
+from mtserve.text.segment import is_cjk
+
+# A line is wrapped when it fills this share of its paragraph's widest line, and that line is this wide
+# (display columns, a CJK character two): a heading, a list item or a line of verse is shorter.
+_WRAPPED_SHARE = 0.6
+_WRAPPED_MIN_COLUMNS = 30
+_PARAGRAPH_CHARS = 2000  # a longer wrapped paragraph goes in pieces of this size
+# What opens a list item, a heading or a quote: such a line starts something new.
+_STARTS_ITEM = re.compile(r"\s*(?:[-*+•·>#|]|\d{1,3}[.)、]|[(（][0-9一二三四五六七八九十]{1,3}[)）]|"
+                          r"[一二三四五六七八九十]{1,3}、)")
 
 
 class TextDocument(Document):
@@ -21,15 +36,69 @@ class TextDocument(Document):
         self.decoded = decoded
         self.lines = decoded.text.split("\n")
         self.where = [i for i, line in enumerate(self.lines) if line.strip()]
-        super().__init__("text", [self.lines[i].strip() for i in self.where],
-                         notes=["Every line is kept; each non-blank line is translated on its own."])
+        self.passages = _paragraphs(self.lines, self.where)  # each a run of line numbers translated as one
+        super().__init__("text", [join_lines([self.lines[i].strip() for i in run]) for run in self.passages],
+                         notes=["Every line is kept; each non-blank line is translated on its own, and a "
+                                "paragraph wrapped over several lines as one, shared out among its lines."])
 
     def render(self, translations: list[str], target: str) -> Output:
         self.check(translations)
         lines = list(self.lines)
-        for i, translation in zip(self.where, translations):
-            lines[i] = keep_edges(lines[i], " ".join(translation.splitlines()))
+        for run, translation in zip(self.passages, translations):
+            flat = " ".join(translation.splitlines())
+            shares = share_out(flat, [lines[i] for i in run]) if len(run) > 1 else [flat]
+            for i, share in zip(run, shares):
+                lines[i] = keep_edges(lines[i], share)
         return Output(self.decoded.encode("\n".join(lines)), "txt", "text/plain; charset=utf-8")
+
+
+def _paragraphs(lines: list[str], where: list[int]) -> list[list[int]]:
+    """The non-blank lines in runs: a wrapped paragraph's lines together, every other line alone."""
+    runs: list[list[int]] = []
+    widest = _block_widths(lines)
+    size = 0
+    for i in where:
+        last = runs[-1] if runs else None
+        if last is not None and last[-1] == i - 1 and size + len(lines[i]) <= _PARAGRAPH_CHARS \
+                and _wraps_into(lines[i - 1], lines[i], widest[i]):
+            last.append(i)
+            size += len(lines[i])
+        else:
+            runs.append([i])
+            size = len(lines[i])
+    return runs
+
+
+def _wraps_into(line: str, following: str, widest: int) -> bool:
+    """Whether ``line`` is a paragraph's line wrapped at the margin and ``following`` goes on with it."""
+    if widest < _WRAPPED_MIN_COLUMNS or _columns(line) < _WRAPPED_SHARE * widest:
+        return False
+    if not runs_on(line.strip()) or _STARTS_ITEM.match(following):
+        return False
+    return _indent(following) <= _indent(line)  # a first-line indent, or none; deeper is a quote or code
+
+
+def _block_widths(lines: list[str]) -> dict[int, int]:
+    """For each non-blank line, the width of the widest line of its block (lines between blank lines)."""
+    widths: dict[int, int] = {}
+    block: list[int] = []
+    for i, line in enumerate([*lines, ""]):
+        if line.strip():
+            block.append(i)
+            continue
+        widest = max((_columns(lines[j]) for j in block), default=0)
+        widths.update({j: widest for j in block})
+        block = []
+    return widths
+
+
+def _columns(line: str) -> int:
+    text = line.rstrip()
+    return len(text) + sum(1 for char in text if is_cjk(char))
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def read_text(data: bytes) -> TextDocument:

@@ -99,7 +99,8 @@ _NO_BREAK_AFTER = frozenset("a an the to of in on at for with from by my your hi
 
 
 def _pause(text: str) -> int:
-    """What ``text`` ends with: 4 a sentence end, 3 a clause mark, 1 neither."""
+    """What ``text`` (a word, or the characters before a cut) ends with: 4 a sentence end, 3 a clause
+    mark, 1 neither."""
     end = text.rstrip(_CLOSERS)
     if end and end[-1] in _SENTENCE_ENDS + "…" and not ends_with_abbreviation(end):
         return 4
@@ -110,20 +111,28 @@ def _pause(text: str) -> int:
 
 def _cuts(text: str) -> list[tuple[int, int]]:
     """(where a piece may start, the pause before it: 4 a sentence end, 3 a clause mark, 2 a conjunction
-    after, 1 a word, 0 a word that leans on the next): after a space, or between CJK characters."""
+    after, 1 a word, 0 a word that leans on the next): after a space, or between CJK characters.
+
+    ``text`` has single spaces. Linear in its length: each word is looked at once, and a pause only at
+    the few characters before a cut."""
     cuts = []
-    for at in range(1, len(text)):
-        before, here = text[at - 1], text[at]
-        if before == " ":
-            pause = _pause(text[:at].rstrip())
+    words = text.split(" ")
+    at = 0
+    for k, word in enumerate(words):
+        if k > 0 and word:
+            pause = _pause(words[k - 1])
             if pause == 1:
-                word_before = text[:at].split()[-1].lower()
-                word_after = text[at:].split(None, 1)[0].lower().strip(_CLAUSE_ENDS + _SENTENCE_ENDS)
-                pause = 2 if word_after in _BREAK_BEFORE else 0 if word_before in _NO_BREAK_AFTER else 1
+                after = word.lower().strip(_CLAUSE_ENDS + _SENTENCE_ENDS)
+                pause = 2 if after in _BREAK_BEFORE else 0 if words[k - 1].lower() in _NO_BREAK_AFTER else 1
             cuts.append((at, pause))
-        elif is_cjk(before) and is_cjk(here) and here not in _NO_LINE_START:
-            cuts.append((at, _pause(text[:at])))
+        for i in range(1, len(word)):
+            if is_cjk(word[i - 1]) and is_cjk(word[i]) and word[i] not in _NO_LINE_START:
+                cuts.append((at + i, _pause(word[max(0, i - _PAUSE_LOOKBACK):i])))
+        at += len(word) + 1
     return cuts
+
+
+_PAUSE_LOOKBACK = 8  # characters enough to see a pause and its closing quotes or brackets
 
 
 _NO_LINE_START = "，。、；：！？）」』》”’…"  # CJK punctuation a line does not start with
