@@ -8,6 +8,7 @@
     mtserve eval --dataset context --split all [--no-context]             # what a request's context changes
     mtserve eval --dataset software --split test --context "These are user-interface strings of a software application."
     mtserve eval --dataset prose --split dev --as-subtitles               # sentences cut into subtitle cues
+    mtserve eval --dataset hsk-paragraphs --split dev --as-wrapped-text 40  # paragraphs wrapped in a .txt
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="in-process only: send each pair as the cues of an .srt file (cut after each "
                              "sentence and comma, as a subtitler cuts speech) through the file path, and score "
                              "the translated cues joined")
+    parser.add_argument("--as-wrapped-text", type=int, default=None, metavar="WIDTH",
+                        help="in-process only: send each pair as a .txt file hard-wrapped at WIDTH columns (a CJK "
+                             "character is two) through the file path, and score the translated lines joined")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     add_setting_flags(parser, SERVICE_FIELDS + TM_FIELDS)
     parser.set_defaults(func=cmd_eval)
@@ -157,10 +161,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if args.tm_file:
                 target.use_memory(SOFTWARE_TM if args.tm_file == "software" else args.tm_file,
                                   evalset.source_lang, evalset.target_lang)
-        if args.as_subtitles:
-            from mtserve.eval.subtitles import SubtitleTarget
+        if args.as_subtitles and args.as_wrapped_text:
+            raise DatasetError("--as-subtitles or --as-wrapped-text: one file shape a run")
+        if args.as_subtitles or args.as_wrapped_text:
+            from mtserve.eval.as_files import FileTarget
 
-            target = SubtitleTarget(target)
+            if args.as_wrapped_text is not None and args.as_wrapped_text < 10:
+                raise DatasetError("--as-wrapped-text WIDTH: at least 10 columns")
+            target = FileTarget(target, "srt" if args.as_subtitles else "txt", args.as_wrapped_text or 0)
         report = asyncio.run(evaluate(evalset, target, args.worst, _progress(args.quiet)))
     except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
         print(f"mtserve eval: {exc}", file=sys.stderr)

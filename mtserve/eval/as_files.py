@@ -1,10 +1,11 @@
-"""``mtserve eval --as-subtitles``: each pair's source sent as the cues of a subtitle file.
+"""``mtserve eval --as-subtitles`` and ``--as-wrapped-text WIDTH``: each pair sent as a file.
 
 A subtitler cuts speech where the speaker pauses: after a sentence and, inside a long one,
-after a comma. So a pair's source becomes an .srt with one cue per such piece, goes through
-the file path a user's .srt takes (``mtserve.documents``: the reader, the runner, the format's
-context), and the translated cues, joined, are scored against the pair's reference. It
-measures what the file path does to sentences that subtitles break up.
+after a comma. A plain-text writer wraps a paragraph at the margin, wherever it falls. So a
+pair's source becomes an .srt with one cue per such piece, or a .txt wrapped at WIDTH columns,
+goes through the file path a user's file takes (``mtserve.documents``: the reader, the runner,
+the format's context), and the translated cues or lines, joined, are scored against the pair's
+reference. It measures what the file path does to sentences that a file's layout breaks up.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 
 from mtserve.eval.targets import EvalTarget, MemoryUse, TargetError
 from mtserve.text.segment import is_cjk, split_text
+
+CJK = ("zh", "zt", "ja")
 
 # Where a subtitler cuts inside a sentence: after a comma, a semicolon or a colon.
 _PAUSE = re.compile(r"(?<=[，；：,;:])\s*")
@@ -52,27 +55,50 @@ def cue_texts(srt: bytes) -> list[str]:
     return texts
 
 
+def wrap_lines(text: str, width: int) -> list[str]:
+    """``text`` hard-wrapped at ``width`` display columns (a CJK character is two), as an editor wraps
+    it: between words, and between CJK characters; a line does not start with a punctuation mark."""
+    lines: list[str] = []
+    line, columns = "", 0
+    for token in re.findall(r"\S+\s*", text):
+        pieces = list(token) if any(is_cjk(char) for char in token) else [token]
+        for piece in pieces:
+            size = sum(2 if is_cjk(char) else 1 for char in piece.rstrip())
+            if line.strip() and columns + size > width and piece.strip() not in _NO_LINE_START:
+                lines.append(line.rstrip())
+                line, columns = "", 0
+            line += piece
+            columns += size + len(piece) - len(piece.rstrip())
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
+
+
+_NO_LINE_START = set("，。、；：！？）」』》”’…,.;:!?")
+
+
 def join_cues(texts: list[str], lang: str) -> str:
-    """The cues as one text, as a reader of the subtitles takes them in."""
+    """The cues or lines as one text, as a reader takes them in."""
     out = ""
     for text in texts:
         if not text:
             continue
-        glue = "" if not out or (lang in ("zh", "zt", "ja") and is_cjk(out[-1]) and is_cjk(text[0])) else " "
+        glue = "" if not out or (lang in CJK and is_cjk(out[-1]) and is_cjk(text[0])) else " "
         out += glue + text
     return out
 
 
-class SubtitleTarget:
-    """A target whose every pair is translated as the cues of an .srt (in process only)."""
+class FileTarget:
+    """A target whose every pair is translated as a file (in process only): the cues of an .srt, or
+    the lines of a .txt wrapped at ``width`` columns."""
 
-    def __init__(self, inner: EvalTarget):
+    def __init__(self, inner: EvalTarget, kind: str = "srt", width: int = 0):
         if not hasattr(inner, "translate_document"):
-            raise TargetError("--as-subtitles works in process only: it sends each pair through the "
-                              "file path of this process's service")
-        self.inner = inner
+            raise TargetError("--as-subtitles and --as-wrapped-text work in process only: they send each pair "
+                              "through the file path of this process's service")
+        self.inner, self.kind, self.width = inner, kind, width
         self.concurrency = inner.concurrency
-        self.cues = 0
+        self.pieces = 0
         self.pairs = 0
 
     async def start(self) -> None:
@@ -82,14 +108,22 @@ class SubtitleTarget:
         await self.inner.warm(source, target, context)
 
     async def translate(self, text: str, source: str, target: str, context: str = "") -> str:
-        cues = cues_of(text, source)
-        self.cues += len(cues)
         self.pairs += 1
-        translated = await self.inner.translate_document(as_srt(cues), "pair.srt", source, target, context)
-        return join_cues(cue_texts(translated), target)
+        if self.kind == "srt":
+            cues = cues_of(text, source)
+            self.pieces += len(cues)
+            translated = await self.inner.translate_document(as_srt(cues), "pair.srt", source, target, context)
+            return join_cues(cue_texts(translated), target)
+        lines = wrap_lines(text, self.width)
+        self.pieces += len(lines)
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        translated = await self.inner.translate_document(data, "pair.txt", source, target, context)
+        return join_cues([line.strip() for line in translated.decode("utf-8").split("\n")], target)
 
     def describe(self) -> dict:
-        return {**self.inner.describe(), "as": f"subtitles ({self.cues} cues for {self.pairs} pairs)"}
+        shape = (f"subtitles ({self.pieces} cues for {self.pairs} pairs)" if self.kind == "srt" else
+                 f"text wrapped at {self.width} columns ({self.pieces} lines for {self.pairs} pairs)")
+        return {**self.inner.describe(), "as": shape}
 
     def counters(self) -> dict[str, float]:
         return self.inner.counters()

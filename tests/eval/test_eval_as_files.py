@@ -1,4 +1,5 @@
-"""`mtserve eval --as-subtitles`: each pair goes through the file path as the cues of an .srt."""
+"""`mtserve eval --as-subtitles` and `--as-wrapped-text`: each pair goes through the file path as the cues
+of an .srt or the lines of a wrapped .txt."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import asyncio
 import pytest
 
 from mtserve.documents.registry import SUBTITLES
+from mtserve.eval.as_files import FileTarget, as_srt, cue_texts, cues_of, join_cues, wrap_lines
 from mtserve.eval.datasets import EvalPair, EvalSet
 from mtserve.eval.runner import evaluate
-from mtserve.eval.subtitles import SubtitleTarget, as_srt, cue_texts, cues_of, join_cues
 from mtserve.eval.targets import HttpTarget, InProcessTarget, TargetError
 from mtserve.settings import Settings
 from tests.eval.helpers import mtserve
@@ -46,7 +47,7 @@ def test_pairs_go_through_the_file_path_and_are_scored_joined(tmp_path):
         return OUTPUTS.get(request.text)
 
     pairs = [EvalPair(str(n), source, reference) for n, (source, reference) in enumerate(OUTPUTS.items())]
-    target = SubtitleTarget(InProcessTarget(Settings(home=tmp_path), engine=ScriptedEngine(script)))
+    target = FileTarget(InProcessTarget(Settings(home=tmp_path), engine=ScriptedEngine(script)))
     report = asyncio.run(evaluate(EvalSet("s", "zh", "en", pairs), target))
     assert report.chrf == 100.0
     # each pair's cues went to the engine as one passage, with the subtitle format's context
@@ -57,6 +58,32 @@ def test_pairs_go_through_the_file_path_and_are_scored_joined(tmp_path):
 
 def test_it_refuses_a_server_with_a_clear_message():
     with pytest.raises(TargetError, match="in process only"):
-        SubtitleTarget(HttpTarget("http://127.0.0.1:9"))
+        FileTarget(HttpTarget("http://127.0.0.1:9"))
     result = mtserve("eval", "--dataset", "prose", "--as-subtitles", "--url", "http://127.0.0.1:9", "--limit", "1")
     assert result.returncode == 2 and "in process only" in result.stderr
+    result = mtserve("eval", "--dataset", "prose", "--as-wrapped-text", "4", "--limit", "1")
+    assert result.returncode == 2 and "at least 10 columns" in result.stderr
+
+
+def test_a_source_is_wrapped_as_an_editor_wraps_it():
+    assert wrap_lines("我们昨天下午去了城外的一个小公园，那里的风景非常漂亮。", 20) == \
+        ["我们昨天下午去了城外", "的一个小公园，那里的", "风景非常漂亮。"]
+    assert wrap_lines("我们昨天下午去了城外的一个小公园。", 18) == ["我们昨天下午去了城", "外的一个小公园。"]
+    assert wrap_lines("The quick brown fox jumped over the lazy dog.", 20) == \
+        ["The quick brown fox", "jumped over the lazy", "dog."]
+    assert wrap_lines("短句。", 40) == ["短句。"]
+
+
+def test_a_wrapped_paragraph_reaches_the_engine_whole(tmp_path):
+    paragraph = "我们昨天下午去了城外的一个小公园，那里的风景非常漂亮，湖边有很多人在散步。"
+    english = "Yesterday afternoon we went to a small park outside the city; the scenery was beautiful there."
+    requests = []
+
+    def script(request):
+        requests.append(request.text)
+        return english if request.text == paragraph else None
+
+    target = FileTarget(InProcessTarget(Settings(home=tmp_path), engine=ScriptedEngine(script)), "txt", 40)
+    report = asyncio.run(evaluate(EvalSet("w", "zh", "en", [EvalPair("1", paragraph, english)]), target))
+    assert requests == [paragraph] and report.chrf == 100.0
+    assert report.system["as"] == "text wrapped at 40 columns (2 lines for 1 pairs)"
