@@ -79,6 +79,16 @@ def test_a_sentence_over_two_cues_reaches_the_model_whole(live_server):
     english(out, "airport", "plane|flight|aircraft")
 
 
+def test_a_paragraph_wrapped_over_two_lines_reaches_the_model_whole(live_server):
+    source = "我们明天早上八点从学校出发，坐大巴去北京的动物园，\n中午在公园里吃饭，下午五点回来。\n"
+    before = metric_value(live_server, "mtserve_cache_misses_total")
+    out = translate(live_server, "trip.txt", source.encode()).decode()
+    assert metric_value(live_server, "mtserve_cache_misses_total") - before == 1  # not two fragments
+    lines = out.split("\n")
+    assert len(lines) == 3 and lines[0].strip() and lines[1].strip() and lines[2] == "", out
+    english(out, "beijing", "zoo")
+
+
 def test_office(live_server):
     import docx
 
