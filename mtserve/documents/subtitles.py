@@ -7,7 +7,7 @@ source had two and the translation is long; dialogue cues ("- Hi.\\n- Hello.")
 keep one line per speaker. Tags (<i>, <v Name>, {\\an8}) are kept.
 
 Consecutive cues are translated together, as a passage of up to three cues
-(``_runs``): a sentence that runs on into the next cue (the cue ends without a
+(``_passages``): a sentence that runs on into the next cue (the cue ends without a
 full stop, question or exclamation mark) is translated whole, and so are the
 sentences around it, unless a pause of two seconds comes between. Halves
 translated apart lose their order and grammar ("When he got to the airport," +
@@ -63,9 +63,9 @@ class SubtitleDocument(Document):
         self.decoded = decoded
         self.lines = lines
         self.cues = cues
-        self.runs = _runs(cues)  # cues translated as one segment: a sentence that runs over them
+        self.passages = _passages(cues)  # each a run of cues translated as one text
         segments: list[str] = []
-        for run in self.runs:
+        for run in self.passages:
             if len(run) > 1:
                 segments.append(join_lines([cues[i].texts[0].segments[0] for i in run]))
             else:
@@ -81,7 +81,7 @@ class SubtitleDocument(Document):
         self.check(translations)
         out: list[str] = []
         position, at = 0, 0
-        for run in self.runs:
+        for run in self.passages:
             per_cue: list[list[list[str]]] = []  # for each cue of the run, each text's translations
             if len(run) > 1:
                 shares = share_out(translations[at], [self.cues[i].texts[0].segments[0] for i in run])
@@ -184,7 +184,7 @@ def _wrap(text: str) -> list[str]:
     return [text[:cut], text[cut + 1:]]
 
 
-def _runs(cues: list[_Cue]) -> list[list[int]]:
+def _passages(cues: list[_Cue]) -> list[list[int]]:
     """The cues in order, consecutive ones put together into passages: a cue whose sentence goes on
     always joins the next, a cue that ends its sentence joins it unless a pause comes between
     (``_PASSAGE_PAUSE_S``), within ``_PASSAGE_CUES`` and ``_PASSAGE_CHARS``. A cue with tags or
