@@ -285,7 +285,7 @@ class Settings(BaseSettings):
     )
     files_max_mb: float = Field(20.0, description="Largest document upload, in MB; bigger ones get 413.")
     files_max_segments: int = Field(
-        5000, description="Most segments (paragraphs, cues, strings) per document; more get 413."
+        5000, description="Most segments (paragraphs, passages of subtitle cues, strings) per document; more get 413."
     )
     files_max_expanded_mb: float = Field(
         200.0, description="Most a document may expand to while it is read, in MB: the entries of a "
