@@ -17,8 +17,9 @@ from mtserve.text.segment import is_cjk, split_text
 
 CJK = ("zh", "zt", "ja")
 
-# Where a subtitler cuts inside a sentence: after a comma, a semicolon or a colon.
-_PAUSE = re.compile(r"(?<=[，；：,;:])\s*")
+# Where a subtitler cuts inside a sentence: after a comma, a semicolon or a colon (a Latin one before a
+# space: not inside 10:30 or 1,000).
+_PAUSE = re.compile(r"(?<=[，；：])\s*|(?<=[,;:])\s+")
 _TIMING = re.compile(r"^\d{2}:\d{2}:\d{2},\d{3} --> \d{2}:\d{2}:\d{2},\d{3}$")
 
 

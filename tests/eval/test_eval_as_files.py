@@ -28,6 +28,7 @@ def test_a_source_is_cut_where_a_subtitler_cuts_speech():
     assert cues_of("点击“确定？”按钮继续。", "zh") == ["点击“确定？”按钮继续。"]
     assert cues_of("When he arrived, the plane had left. We went home.", "en") == \
         ["When he arrived,", "the plane had left.", "We went home."]
+    assert cues_of("At 10:30 we paid 1,000 yuan.", "en") == ["At 10:30 we paid 1,000 yuan."]
 
 
 def test_the_srt_reads_back_cue_by_cue_past_a_minute():
