@@ -27,7 +27,7 @@ _WRAPPED_SHARE = 0.6
 _WRAPPED_MIN_COLUMNS = 30
 _PARAGRAPH_CHARS = 2000  # a longer wrapped paragraph goes in pieces of this size
 # What opens a list item, a heading or a quote: such a line starts something new.
-_STARTS_ITEM = re.compile(r"\s*(?:[-*+•·>#|]|\d{1,3}[.)、]|[(（][0-9一二三四五六七八九十]{1,3}[)）]|"
+_STARTS_ITEM = re.compile(r"\s*(?:[-*+•·>#|]|\d{1,3}(?:[.)]\s|、)|[(（][0-9一二三四五六七八九十]{1,3}[)）]|"
                           r"[一二三四五六七八九十]{1,3}、)")
 
 

@@ -54,6 +54,12 @@ def test_lines_that_are_not_a_wrapped_paragraph_stay_alone(text):
     assert document.segments == [line.strip() for line in text.split("\n") if line.strip()]
 
 
+def test_a_number_that_opens_a_wrapped_line_is_no_list_item():
+    text = ("The census of that year counted the people of the city and found\n"
+            "2.5 million of them, twice as many as ten years before.\n")
+    assert len(read_document("census.txt", text.encode()).segments) == 1
+
+
 def test_a_wrapped_paragraph_is_bounded():
     line = "这是一段非常长的文字，它被编辑器在页边折行，" * 2  # 44 characters, ends mid-sentence
     document = read_document("long.txt", ((line + "\n") * 200).encode())
