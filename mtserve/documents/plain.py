@@ -17,9 +17,8 @@ import re
 
 from mtserve.documents.base import Decoded, Document, Output, decode_text, keep_edges
 from mtserve.documents.limits import check_markup
-from mtserve.documents.share import join_lines, runs_on, share_out
+from mtserve.documents.share import columns, join_lines, runs_on, share_out
 from mtserve.text.html import HtmlDocument, parse_html
-from mtserve.text.segment import is_cjk
 
 # A line is wrapped when it fills this share of its paragraph's widest line, and that line is this wide
 # (display columns, a CJK character two): a heading, a list item or a line of verse is shorter.
@@ -71,7 +70,7 @@ def _paragraphs(lines: list[str], where: list[int]) -> list[list[int]]:
 
 def _wraps_into(line: str, following: str, widest: int) -> bool:
     """Whether ``line`` is a paragraph's line wrapped at the margin and ``following`` goes on with it."""
-    if widest < _WRAPPED_MIN_COLUMNS or _columns(line) < _WRAPPED_SHARE * widest:
+    if widest < _WRAPPED_MIN_COLUMNS or columns(line.rstrip()) < _WRAPPED_SHARE * widest:
         return False
     if not runs_on(line.strip()) or _STARTS_ITEM.match(following):
         return False
@@ -86,15 +85,10 @@ def _block_widths(lines: list[str]) -> dict[int, int]:
         if line.strip():
             block.append(i)
             continue
-        widest = max((_columns(lines[j]) for j in block), default=0)
+        widest = max((columns(lines[j].rstrip()) for j in block), default=0)
         widths.update({j: widest for j in block})
         block = []
     return widths
-
-
-def _columns(line: str) -> int:
-    text = line.rstrip()
-    return len(text) + sum(1 for char in text if is_cjk(char))
 
 
 def _indent(line: str) -> int:

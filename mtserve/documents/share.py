@@ -8,6 +8,8 @@ of the source lines, where the translation pauses.
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 from mtserve.text.segment import ends_with_abbreviation, is_cjk
 
 _CLOSERS = "\"'”’)]）」』》"
@@ -36,6 +38,11 @@ def join_lines(texts: list[str]) -> str:
     return out
 
 
+def columns(text: str) -> int:
+    """The width of ``text`` in a monospaced display: a CJK character takes two columns."""
+    return len(text) + sum(1 for char in text if is_cjk(char))
+
+
 def share_out(translation: str, sources: list[str]) -> list[str]:
     """Cut ``translation`` into one piece per cue, in the proportion of the cues' ``sources``.
 
@@ -54,7 +61,7 @@ def share_out(translation: str, sources: list[str]) -> list[str]:
         return pieces + ["…"] * (n - len(pieces))
     weights = [max(1, len(source.strip())) for source in sources]
     total = sum(weights)
-    wanted = [sum(weights[:k + 1]) / total * len(text) for k in range(n - 1)]
+    wanted = [running / total * len(text) for running in accumulate(weights[:-1])]
     kinds = [_pause(source.strip()) for source in sources[:-1]]
 
     def cost(k: int, cut: tuple[int, int]) -> float:

@@ -32,7 +32,6 @@ from mtserve.documents.base import (
     protected_split,
 )
 from mtserve.documents.share import join_lines, runs_on, share_out
-from mtserve.text.segment import is_cjk
 
 _SRT_TIMING = re.compile(r"^\s*\d{1,3}:\d{2}:\d{2}[,.]\d{1,3}\s*-->\s*\d{1,3}:\d{2}:\d{2}[,.]\d{1,3}")
 _VTT_TIMING = re.compile(r"^\s*(?:\d{1,3}:)?\d{2}:\d{2}\.\d{3}\s+-->\s+(?:\d{1,3}:)?\d{2}:\d{2}\.\d{3}")
@@ -145,11 +144,7 @@ def _cue(lines: list[str], start: int, end: int, timing: tuple[float, float] | N
     if len(text_lines) > 1 and all(line.lstrip().startswith("-") for line in text_lines):
         return _Cue(start, end, [PieceText(protected_split(line, _KEPT)) for line in text_lines], False,
                     start_s, end_s)
-    joined = text_lines[0].strip()
-    for line in text_lines[1:]:
-        line = line.strip()
-        glue = "" if joined and line and is_cjk(joined[-1]) and is_cjk(line[0]) else " "
-        joined += glue + line
+    joined = join_lines([line.strip() for line in text_lines])
     return _Cue(start, end, [PieceText(protected_split(joined, _KEPT))], len(text_lines) > 1, start_s, end_s)
 
 

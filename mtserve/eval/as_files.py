@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from mtserve.documents.share import columns, join_lines
 from mtserve.eval.targets import EvalTarget, MemoryUse, TargetError
 from mtserve.text.segment import is_cjk, split_text
 
@@ -60,16 +61,16 @@ def wrap_lines(text: str, width: int) -> list[str]:
     """``text`` hard-wrapped at ``width`` display columns (a CJK character is two), as an editor wraps
     it: between words, and between CJK characters; a line does not start with a punctuation mark."""
     lines: list[str] = []
-    line, columns = "", 0
+    line, used = "", 0
     for token in re.findall(r"\S+\s*", text):
         pieces = list(token) if any(is_cjk(char) for char in token) else [token]
         for piece in pieces:
-            size = sum(2 if is_cjk(char) else 1 for char in piece.rstrip())
-            if line.strip() and columns + size > width and piece.strip() not in _NO_LINE_START:
+            size = columns(piece.rstrip())
+            if line.strip() and used + size > width and piece.strip() not in _NO_LINE_START:
                 lines.append(line.rstrip())
-                line, columns = "", 0
+                line, used = "", 0
             line += piece
-            columns += size + len(piece) - len(piece.rstrip())
+            used += size + len(piece) - len(piece.rstrip())
     if line.strip():
         lines.append(line.rstrip())
     return lines
@@ -79,14 +80,11 @@ _NO_LINE_START = set("，。、；：！？）」』》”’…,.;:!?")
 
 
 def join_cues(texts: list[str], lang: str) -> str:
-    """The cues or lines as one text, as a reader takes them in."""
-    out = ""
-    for text in texts:
-        if not text:
-            continue
-        glue = "" if not out or (lang in CJK and is_cjk(out[-1]) and is_cjk(text[0])) else " "
-        out += glue + text
-    return out
+    """The cues or lines as one text, as a reader takes them in: CJK runs on in a CJK language."""
+    texts = [text for text in texts if text]
+    if not texts:
+        return ""
+    return join_lines(texts) if lang in CJK else " ".join(texts)
 
 
 class FileTarget:
