@@ -53,13 +53,14 @@ class TextDocument(Document):
 
 def _paragraphs(lines: list[str], where: list[int]) -> list[list[int]]:
     """The non-blank lines in runs: a wrapped paragraph's lines together, every other line alone."""
+    width = {i: columns(lines[i].rstrip()) for i in where}
+    widest = _block_widths(where, width)
     runs: list[list[int]] = []
-    widest = _block_widths(lines)
     size = 0
     for i in where:
         last = runs[-1] if runs else None
         if last is not None and last[-1] == i - 1 and size + len(lines[i]) <= _PARAGRAPH_CHARS \
-                and _wraps_into(lines[i - 1], lines[i], widest[i]):
+                and _wraps_into(lines[i - 1], lines[i], width[i - 1], widest[i]):
             last.append(i)
             size += len(lines[i])
         else:
@@ -68,27 +69,27 @@ def _paragraphs(lines: list[str], where: list[int]) -> list[list[int]]:
     return runs
 
 
-def _wraps_into(line: str, following: str, widest: int) -> bool:
-    """Whether ``line`` is a paragraph's line wrapped at the margin and ``following`` goes on with it."""
-    if widest < _WRAPPED_MIN_COLUMNS or columns(line.rstrip()) < _WRAPPED_SHARE * widest:
+def _wraps_into(line: str, following: str, width: int, widest: int) -> bool:
+    """Whether ``line`` (``width`` columns) is a paragraph's line wrapped at the margin and ``following``
+    goes on with it."""
+    if widest < _WRAPPED_MIN_COLUMNS or width < _WRAPPED_SHARE * widest:
         return False
     if not runs_on(line.strip()) or _STARTS_ITEM.match(following):
         return False
     return _indent(following) <= _indent(line)  # a first-line indent, or none; deeper is a quote or code
 
 
-def _block_widths(lines: list[str]) -> dict[int, int]:
-    """For each non-blank line, the width of the widest line of its block (lines between blank lines)."""
-    widths: dict[int, int] = {}
+def _block_widths(where: list[int], width: dict[int, int]) -> dict[int, int]:
+    """For each non-blank line, the width of the widest line of its block (consecutive non-blank lines)."""
+    widest: dict[int, int] = {}
     block: list[int] = []
-    for i, line in enumerate([*lines, ""]):
-        if line.strip():
+    for i in [*where, None]:
+        if block and (i is None or i != block[-1] + 1):
+            widest.update(dict.fromkeys(block, max(width[j] for j in block)))
+            block = []
+        if i is not None:
             block.append(i)
-            continue
-        widest = max((columns(lines[j].rstrip()) for j in block), default=0)
-        widths.update({j: widest for j in block})
-        block = []
-    return widths
+    return widest
 
 
 def _indent(line: str) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from mtserve.text.segment import ends_with_abbreviation, is_cjk
+from mtserve.text.segment import count_cjk, ends_with_abbreviation, is_cjk
 
 _CLOSERS = "\"'”’)]）」』》"
 _SENTENCE_ENDS = ".!?。！？"  # "…" and "..." go on: a subtitle's way to carry a sentence into the next cue
@@ -40,7 +40,7 @@ def join_lines(texts: list[str]) -> str:
 
 def columns(text: str) -> int:
     """The width of ``text`` in a monospaced display: a CJK character takes two columns."""
-    return len(text) + sum(1 for char in text if is_cjk(char))
+    return len(text) + count_cjk(text)
 
 
 def share_out(translation: str, sources: list[str]) -> list[str]:

@@ -126,6 +126,11 @@ def is_cjk(char: str) -> bool:
     return bool(_CJK_CHAR.match(char))
 
 
+def count_cjk(text: str) -> int:
+    """How many characters of ``text`` are CJK (``is_cjk``), in one pass of the regex engine."""
+    return len(_CJK_CHAR.findall(text))
+
+
 def _uses_cjk_rules(text: str, lang: str) -> bool:
     if lang.lower().replace("_", "-").split("-")[0] in _CJK_LANGS:
         return True
