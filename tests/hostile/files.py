@@ -515,11 +515,17 @@ def _text_cases() -> list[HostileFile]:
     add("txt-bom-only", "bom.txt", b"\xef\xbb\xbf", "error")
     add("txt-huge-word", "word.txt", b"a" * 8_000_000, "ok")
     add("txt-too-many-lines", "lines.txt", b"a\n" * 6000, "limit")
+    # one wall of wrapped lines that never ends a sentence: paragraphs of at most 2,000 characters, each
+    # translation shared out among its ~50 lines
+    add("txt-wrapped-wall", "wall.txt", b"ab cd ef gh ij kl mn op qr st uv wx yz 01\n" * 20_000, "ok")
     add("txt-lone-surrogates", "sur.txt", b"\xed\xa0\x80", "error")
     add("srt-cr-only", "cr.srt", "1\r00:00:01,000 --> 00:00:02,000\r你好\r".encode(), "ok")
     # cues run on in passages of three (mtserve.documents.subtitles): 16,000 of them are 5,334 segments
     add("srt-too-many-cues", "cues.srt",
         b"".join(b"%d\n00:00:01,000 --> 00:00:02,000\nx\n\n" % i for i in range(16_000)), "limit")
+    add("srt-run-on-cues", "runon.srt",
+        b"".join(b"%d\n00:00:01,000 --> 00:00:02,000\n\xe6\x88\x91\xe4\xbb\xac\xef\xbc\x8c\n\n" % i
+                 for i in range(4000)), "ok")
     add("srt-only-timings", "timings.srt", b"00:00:01,000 --> 00:00:02,000\n" * 100_000, "any")
     add("vtt-huge-cue", "cue.vtt", b"WEBVTT\n\n00:01.000 --> 00:02.000\n" + b"a b\n" * 500_000, "ok")
     add("vtt-bom-cr", "bom.vtt", "\ufeffWEBVTT\r\r00:01.000 --> 00:02.000\r你好\r".encode(), "ok")
