@@ -79,29 +79,34 @@ class SubtitleDocument(Document):
     def render(self, translations: list[str], target: str) -> Output:
         self.check(translations)
         out: list[str] = []
-        position, at = 0, 0
-        for run in self.passages:
-            per_cue: list[list[list[str]]] = []  # for each cue of the run, each text's translations
-            if len(run) > 1:
-                shares = share_out(translations[at], [self.cues[i].texts[0].segments[0] for i in run])
-                at += 1
-                per_cue = [[[share]] for share in shares]
-            else:
-                per_cue.append([])
-                for text in self.cues[run[0]].texts:
-                    per_cue[0].append(translations[at:at + len(text.segments)])
-                    at += len(text.segments)
-            for i, texts in zip(run, per_cue):
-                cue = self.cues[i]
-                out.extend(self.lines[position:cue.start])
-                for text, translated in zip(cue.texts, texts):
-                    rendered = text.render([" ".join(t.split()) for t in translated])
-                    out.extend(_wrap(rendered) if cue.wrap else [rendered])
-                position = cue.end
+        position = 0
+        for cue, texts in zip(self.cues, self._per_cue(translations)):
+            out.extend(self.lines[position:cue.start])
+            for text, translated in zip(cue.texts, texts):
+                rendered = text.render([" ".join(t.split()) for t in translated])
+                out.extend(_wrap(rendered) if cue.wrap else [rendered])
+            position = cue.end
         out.extend(self.lines[position:])
         extension = "vtt" if self.format == "vtt" else "srt"
         media = "text/vtt" if extension == "vtt" else "application/x-subrip"
         return Output(self.decoded.encode("\n".join(out)), extension, f"{media}; charset=utf-8")
+
+    def _per_cue(self, translations: list[str]) -> list[list[list[str]]]:
+        """For each cue, the translations of each of its texts: a passage's translation shared out."""
+        per_cue: list[list[list[str]]] = []
+        at = 0
+        for run in self.passages:
+            if len(run) > 1:
+                shares = share_out(translations[at], [self.cues[i].texts[0].segments[0] for i in run])
+                per_cue += [[[share]] for share in shares]
+                at += 1
+                continue
+            texts = []
+            for text in self.cues[run[0]].texts:
+                texts.append(translations[at:at + len(text.segments)])
+                at += len(text.segments)
+            per_cue.append(texts)
+        return per_cue
 
 
 def read_srt(data: bytes) -> SubtitleDocument:
