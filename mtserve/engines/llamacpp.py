@@ -42,6 +42,7 @@ from mtserve.engines.base import (
 from mtserve.engines.prompts import (
     IDEOGRAPHIC_RANGES,
     PromptTemplate,
+    kept_letters_grammar,
     markup_grammar,
     script_grammar,
     template_for,
@@ -275,6 +276,9 @@ class LlamaCppEngine:
         script = script_grammar(request.source, request.target, request.glossary) if constrained else None
         if script:
             body["grammar"] = script  # no source-script words can be left in
+        elif request.strict and (kept := kept_letters_grammar(request.source, request.target, request.text,
+                                                               request.glossary)):
+            body["grammar"] = kept  # nor, out of English, its words in lower case
         tags_required = request.markup and (
             self._markup_grammar == "always" or (self._markup_grammar == "retry" and request.strict))
         if tags_required and (grammar := markup_grammar(request.text, IDEOGRAPHIC_RANGES if script else "")):

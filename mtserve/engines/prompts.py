@@ -325,6 +325,34 @@ def script_grammar(source: str, target: str, glossary: Terms = ()) -> str | None
     return f"root ::= [^{IDEOGRAPHIC_RANGES}]*"
 
 
+def kept_letters(source: str, target: str, text: str, glossary: Terms = ()) -> list[str] | None:
+    """For the strict retry of a translation out of a language written in Latin letters into one
+    that is not: the pieces of ``text`` in which lower-case Latin letters may appear (what it keeps
+    as written: code, links, placeholders, names; ``scripts.kept_as_written``), and the glossary's
+    translations. The 1.5B left English words in its Chinese ("他 impatient地等待。"), and the strict
+    prompt alone gave them back. None where it does not apply."""
+    from mtserve.text.scripts import kept_as_written, scripts_of
+
+    if "latin" not in scripts_of(source) or "latin" in scripts_of(target):
+        return None
+    return [piece for piece in dict.fromkeys(kept_as_written(text) + [t for _, t in glossary]) if piece]
+
+
+def kept_letters_grammar(source: str, target: str, text: str, glossary: Terms = ()) -> str | None:
+    """``kept_letters`` as a GBNF grammar: any character but a lower-case Latin letter, or a kept piece."""
+    from mtserve.text.scripts import LOWER_LATIN
+
+    kept = kept_letters(source, target, text, glossary)
+    if kept is None:
+        return None
+    return "root ::= ( " + " | ".join([f"[^{LOWER_LATIN}]"] + [gbnf_literal(piece) for piece in kept]) + " )*"
+
+
+def gbnf_literal(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
 MARKUP_GRAMMAR_PERMUTED = 4  # up to this many tags at one level, any order; more keep the source's
 
 
@@ -359,10 +387,7 @@ def markup_grammar(text: str, excluded_ranges: str = "") -> str | None:
             excluded += "\\" + char if char in "\\]^-" else char
     rules = [f"t ::= [^{excluded}]*"]
 
-    def literal(value: str) -> str:
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
-
+    literal = gbnf_literal
     def level(parent: int | None) -> str:
         name = f"l{len(rules)}"
         rules.append("")  # reserve the slot: the children's rules come after it
@@ -441,10 +466,7 @@ def transfer_grammar(text: str, translation: str,
 
 def _transfer_rules(tokens: list[tuple[str, int | None]], opens: set[int], chunks: list[str], in_order: bool,
                     track_words: bool, fixed: dict[int, int] | None = None) -> list[str] | None:
-    def literal(value: str) -> str:
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
-
+    literal = gbnf_literal
     full = (1 << len(tokens)) - 1
     words = [bool(re.search(r"[^\W_]", chunk)) for chunk in chunks]
     edges: dict[tuple[int, int, int], list[tuple[str, tuple[int, int, int] | None]]] = {}

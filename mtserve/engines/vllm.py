@@ -77,6 +77,7 @@ from mtserve.engines.base import (
 from mtserve.engines.prompts import (
     Messages,
     PromptTemplate,
+    kept_letters,
     script_grammar,
     template_for,
 )
@@ -147,12 +148,12 @@ def sampling_params_for(
         params["temperature"] = float(request.temperature)
     params["max_tokens"] = max(1, int(max_tokens))
     params["seed"] = request.seed if params["temperature"] > 0 else None
-    if request.strict and (regex := strict_regex(request.source, request.target, request.glossary)):
+    if request.strict and (regex := strict_regex(request.source, request.target, request.glossary, request.text)):
         params["structured_outputs"] = {"regex": regex}
     return params
 
 
-def strict_regex(source: str, target: str, glossary: tuple[tuple[str, str], ...] = ()) -> str | None:
+def strict_regex(source: str, target: str, glossary: tuple[tuple[str, str], ...] = (), text: str = "") -> str | None:
     """The strict retry's constraint as a regex, or None where it does not apply.
 
     The same character class as llama.cpp's GBNF grammar (``prompts.script_grammar``),
@@ -161,9 +162,19 @@ def strict_regex(source: str, target: str, glossary: tuple[tuple[str, str], ...]
     """
     grammar = script_grammar(source, target, glossary)
     if grammar is None:
-        return None
+        return kept_letters_regex(source, target, text, glossary)
     char_class = grammar.split("::=", 1)[1].strip()  # [^\u3040-...]*
     return char_class.encode("ascii").decode("unicode_escape")
+
+
+def kept_letters_regex(source: str, target: str, text: str, glossary: tuple[tuple[str, str], ...] = ()) -> str | None:
+    """``prompts.kept_letters_grammar`` as a regex."""
+    from mtserve.text.scripts import LOWER_LATIN
+
+    kept = kept_letters(source, target, text, glossary)
+    if kept is None:
+        return None
+    return "(?:" + "|".join([f"[^{LOWER_LATIN}]"] + [re.escape(piece) for piece in kept]) + ")*"
 
 
 def to_vllm_sampling_params(params: Mapping[str, Any]) -> Any:

@@ -12,6 +12,7 @@ events in ``mtserve_guardrail_retries`` and ``mtserve_guardrail_unresolved``.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 from typing import Mapping
@@ -19,7 +20,7 @@ from typing import Mapping
 from mtserve.engines.base import TranslationRequest, _is_wide
 from mtserve.service.glossary import term_in_output
 from mtserve.text.languages import language_name
-from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, script_counts, scripts_of
+from mtserve.text.scripts import AS_WRITTEN, IDEOGRAPHIC_SCRIPTS, LOWER_LATIN_WORD, script_counts, scripts_of
 from mtserve.text.segment import count_sentences
 
 # Worst first: a loop wastes the most and is the least usable.
@@ -74,23 +75,48 @@ def _identical(source: str, output: str, source_lang: str, target_lang: str,
     return None  # a name, a brand or a one-word loan: the same in both languages
 
 
+def _leftover_words(source: str, prose: str) -> list[str]:
+    """Source words left, in lower case, in a translation into a language not written in Latin
+    letters ("他 impatient地等待。" for "He waited impatiently."). Written in lower case they are no
+    name, acronym or brand. A word counts when it begins a word of the source, or shares with one
+    its first four letters and most of its own, so another form of it counts too ("knitting" for
+    "knitted")."""
+    source_words = {w.casefold() for w in re.findall(r"[^\W\d_]+", AS_WRITTEN.sub(" ", source))}
+    return [word for word in dict.fromkeys(LOWER_LATIN_WORD.findall(prose))
+            if any(_same_word(word, w) for w in source_words)]
+
+
+def _same_word(left: str, source_word: str) -> bool:
+    if source_word.startswith(left):
+        return True
+    shared = len(os.path.commonprefix([left, source_word]))
+    return shared >= max(4, 0.6 * len(left))
+
+
 def _untranslated(source: str, output: str, source_lang: str, target_lang: str,
                   glossary: Mapping[str, str] | None) -> Problem | None:
     leftover_scripts = scripts_of(source_lang) - scripts_of(target_lang)
     if not leftover_scripts:
         return None
-    counts = script_counts(_without(output, glossary))
-    total = sum(counts.values())
+    text = _without(output, glossary)
+    if leftover_scripts & IDEOGRAPHIC:
+        # Any ideograph left in, say, English output is an untranslated word.
+        runs = re.findall(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+", text)
+        if runs:
+            return Problem("untranslated", f"it still contains {language_name(source_lang)}: " + ", ".join(runs[:5]))
+    prose = AS_WRITTEN.sub(" ", text)  # code, links and placeholders stay as written
+    counts = script_counts(prose)
     leftover = sum(counts[s] for s in leftover_scripts)
     if not leftover:
         return None
-    if leftover_scripts & IDEOGRAPHIC:
-        # Any ideograph left in, say, English output is an untranslated word.
-        runs = re.findall(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+", _without(output, glossary))
-        return Problem("untranslated", f"it still contains {language_name(source_lang)}: " + ", ".join(runs[:5]))
-    target_letters = sum(counts[s] for s in scripts_of(target_lang))
+    # An ideograph carries about what three letters do: "他用 iPhone。" is mostly Chinese.
+    weighed = {s: n * (3 if s in IDEOGRAPHIC else 1) for s, n in counts.items()}
+    total = sum(weighed.values())
+    target_letters = sum(weighed.get(s, 0) for s in scripts_of(target_lang))
     if leftover >= 4 and leftover > 0.5 * total and target_letters * 2 < leftover:
         return Problem("untranslated", "most of the output is still in the source script")
+    if "latin" in leftover_scripts and (words := _leftover_words(source, prose)):
+        return Problem("untranslated", f"it still contains {language_name(source_lang)}: " + ", ".join(words[:5]))
     return None
 
 

@@ -97,10 +97,11 @@ def test_the_strict_retry_is_greedy_and_keeps_cjk_out_of_english():
     assert re.fullmatch(regex, "He is very happy, isn't he? (100%)")
     assert not re.fullmatch(regex, "He is 高兴.")
     assert not re.fullmatch(regex, "カタカナ") and not re.fullmatch(regex, "한국어")
-    # into Chinese, or with a term that must stay in CJK, nothing is constrained
-    assert "structured_outputs" not in sampling_params_for(
-        TranslationRequest("He is happy.", "en", "zh", strict=True), max_tokens=32)
+    # with a term that must stay in CJK, nothing is constrained; into Chinese, English words are
+    # (tests/quality/test_guardrails.py)
     assert strict_regex("zh", "en", (("北京", "北京"),)) is None
+    into_chinese = sampling_params_for(TranslationRequest("He is happy.", "en", "zh", strict=True), max_tokens=32)
+    assert not re.fullmatch(into_chinese["structured_outputs"]["regex"], "他很 happy。")
 
 
 # --- prompts ---------------------------------------------------------------------------------

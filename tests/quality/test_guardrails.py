@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -172,6 +173,64 @@ def test_cjk_to_english_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
     assert "grammar" not in engine.build_request(TranslationRequest("Peking opera.", "en", "zh"))
     assert script_grammar("en", "zh") is None and script_grammar("zh", "ja") is None
     assert script_grammar("zh", "en", (("京剧", "京剧"),)) is None  # a required term written in Han
+
+
+@pytest.mark.parametrize("source, output, kind", [
+    # seen with the 1.5B into Chinese (HSK en->zh, test split)
+    ("He waited impatiently.", "他 impatient地等待。", "untranslated"),
+    ("She knitted a sweater.", "她 knitting了一件毛衣。", "untranslated"),  # another form of the word
+    ("Flowers are everywhere.", "everywhere都有花。", "untranslated"),
+    ("He waited impatiently.", "Он impatient ждал.", "untranslated"),  # into Russian alike
+    ("He waited impatiently.", "他不耐烦地等待。", None),
+    ("He uses an iPhone.", "他用 iPhone。", None),  # a name: mostly Chinese, weighed by what a character carries
+    ("The API is slow.", "API 很慢。", None),
+    ("Run `pip install foo` and open https://example.com/docs.", "运行 `pip install foo` 并打开 https://example.com/docs。",
+     None),  # code and links stay as written
+    ("Hello {name}, see config.yaml and src/main.py.", "你好 {name}，请看 config.yaml 和 src/main.py。", None),
+    ("Set %s as the value", "将 %s 设为值", None),
+    ("He waited.", "他在 Berlin 等待。", None),  # not a word of the source
+])
+def test_source_words_left_in_a_translation_out_of_latin_letters_are_caught(source, output, kind):
+    target = "ru" if "Он" in output else "zh"
+    problem = check(source, output, "en", target)
+    assert (problem.kind if problem else None) == kind, problem
+
+
+def test_the_strict_retry_out_of_english_keeps_lower_case_latin_to_what_the_text_keeps(tmp_path):
+    from mtserve.engines.prompts import kept_letters, kept_letters_grammar
+    from mtserve.engines.vllm import strict_regex
+
+    text = "Open https://example.com on your iPhone at {place}, then run `make test`."
+    engine = _llamacpp(tmp_path)
+    assert "grammar" not in engine.build_request(TranslationRequest(text, "en", "zh"))  # the first attempt is free
+    grammar = engine.build_request(TranslationRequest(text, "en", "zh", strict=True))["grammar"]
+    assert grammar == kept_letters_grammar("en", "zh", text)
+    assert grammar.startswith("root ::= ( [^a-z")
+    for piece in ('"https://example.com"', '"iPhone"', '"{place}"', '"`make test`"'):
+        assert piece in grammar
+    assert kept_letters("zh", "en", "你好") is None and kept_letters("en", "de", text) is None
+    assert kept_letters("en", "zh", "Use a Mac.", (("Mac", "mac mini"),))[-1] == "mac mini"  # a glossary term
+    regex = strict_regex("en", "zh", (), text)  # vLLM's form of the same rule
+    assert re.fullmatch(regex, "在{place}用iPhone打开https://example.com，然后运行`make test`。")
+    assert not re.fullmatch(regex, "他 impatient地等待。")
+
+
+def test_the_service_retries_source_words_left_in_chinese(tmp_path):
+    def script(request):
+        return "他不耐烦地等待。" if request.strict else "他 impatient地等待。"
+
+    engine = ScriptedEngine(script)
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            [result] = await service.translate(["He waited impatiently."], "en", "zh")
+            return service, result
+
+    service, result = asyncio.run(main())
+    assert result.text == "他不耐烦地等待。"
+    assert [c.strict for c in engine.calls] == [False, True]
+    assert counter(service, "mtserve_guardrail_retries_total", reason="untranslated") == 1
+    assert counter(service, "mtserve_guardrail_unresolved_total", reason="untranslated") == 0
 
 
 def test_script_grammar_retry_keeps_the_grammar_for_the_strict_retry_only(tmp_path):
