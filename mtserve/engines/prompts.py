@@ -328,10 +328,11 @@ def script_grammar(source: str, target: str, glossary: Terms = ()) -> str | None
 def kept_letters(source: str, target: str, text: str, glossary: Terms = ()) -> list[str] | None:
     """For the strict retry of a translation out of a language written in Latin letters into one
     that is not: the pieces of ``text`` in which lower-case Latin letters may appear (what it keeps
-    as written: code, links, placeholders, names; ``scripts.kept_as_written``), and the glossary's
+    as written: code, links, placeholders, names; ``markup.kept_as_written``), and the glossary's
     translations. The 1.5B left English words in its Chinese ("他 impatient地等待。"), and the strict
     prompt alone gave them back. None where it does not apply."""
-    from mtserve.text.scripts import kept_as_written, scripts_of
+    from mtserve.text.markup import kept_as_written
+    from mtserve.text.scripts import scripts_of
 
     if "latin" not in scripts_of(source) or "latin" in scripts_of(target):
         return None

@@ -20,7 +20,8 @@ from typing import Mapping
 from mtserve.engines.base import TranslationRequest, _is_wide
 from mtserve.service.glossary import term_in_output
 from mtserve.text.languages import language_name
-from mtserve.text.scripts import AS_WRITTEN, IDEOGRAPHIC_SCRIPTS, LOWER_LATIN_WORD, script_counts, scripts_of
+from mtserve.text.markup import AS_WRITTEN
+from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, LOWER_LATIN_WORD, script_counts, scripts_of
 from mtserve.text.segment import count_sentences
 
 # Worst first: a loop wastes the most and is the least usable.

@@ -45,6 +45,26 @@ PLACEHOLDER = re.compile(
     r"|\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b"  # e-mail addresses
 )
 
+
+# What a translation keeps as written beyond the placeholders: code, tags, paths, file names.
+# A path's characters: no space, bracket, quote, CJK character or punctuation (Chinese runs on
+# into a path with no space between).
+_IN_PATH = "[^\\s()\\[\\]{}<>\"'`\u2000-\u206f\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]"
+AS_WRITTEN = re.compile(
+    PLACEHOLDER.pattern + r"|`[^`]*`|<[^<>]*>|\bwww\.\S*[^\s.,;:!?'\")\]]"
+    rf"|{_IN_PATH}*[/\\]{_IN_PATH}*(?<![.,;:!?])|{_IN_PATH}*\.[a-z]{{2,4}}\b")
+
+
+def kept_as_written(text: str) -> list[str]:
+    """The pieces of ``text`` with lower-case Latin letters that a translation into any language
+    may hold letter for letter: placeholders, links, code, tags and paths, and names (words with a
+    capital letter: iPhone, Python, GitHub)."""
+    from mtserve.text.scripts import LOWER_LATIN
+
+    pieces = [match.group() for match in AS_WRITTEN.finditer(text)]
+    names = re.findall(r"[^\W\d_]*[A-Z\u00c0-\u00de][^\W\d_]*", AS_WRITTEN.sub(" ", text))
+    return [piece for piece in dict.fromkeys(pieces + names) if re.search(f"[{LOWER_LATIN}]", piece)]
+
 UNSPACED = ("zh", "zt", "ja")
 _SENTENCE_END = set(".!?。！？…:;")
 _OPENERS = set("\"'“‘([{«¿¡「『（【")

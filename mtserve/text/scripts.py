@@ -77,18 +77,3 @@ IDEOGRAPHIC_SCRIPTS = frozenset({"han", "kana", "hangul"})
 LOWER_LATIN = "a-z\u00df-\u00f6\u00f8-\u00ff"
 _LATIN_LETTER = "A-Za-z\u00c0-\u00ff"
 LOWER_LATIN_WORD = re.compile(rf"(?<![{_LATIN_LETTER}'-])[{LOWER_LATIN}]{{3,}}(?![{_LATIN_LETTER}'-])")
-# What a translation keeps as written: code, links, addresses, placeholders, tags, paths, file names.
-# no space, bracket, quote, CJK character or punctuation: Chinese runs on into a path with no space
-_IN_PATH = "[^\\s()\\[\\]{}<>\"'`\u2000-\u206f\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]"
-AS_WRITTEN = re.compile(
-    r"`[^`]*`|\b(?:https?://|www\.)\S*[^\s.,;:!?'\")\]]|\S+@\S+\.\w+|\{[^{}]*\}|%[-+ #0-9.]*[a-zA-Z]|<[^>]*>"
-    rf"|{_IN_PATH}*[/\\]{_IN_PATH}*(?<![.,;:!?])|{_IN_PATH}*\.[a-z]{{2,4}}\b")
-
-
-def kept_as_written(text: str) -> list[str]:
-    """The pieces of ``text`` with lower-case Latin letters that a translation into any language
-    may hold letter for letter: code, links, placeholders and paths, and names (words with a
-    capital letter: iPhone, Python, GitHub)."""
-    pieces = AS_WRITTEN.findall(text)
-    names = re.findall(r"[^\W\d_]*[A-Z\u00c0-\u00de][^\W\d_]*", AS_WRITTEN.sub(" ", text))
-    return [piece for piece in dict.fromkeys(pieces + names) if re.search(f"[{LOWER_LATIN}]", piece)]
