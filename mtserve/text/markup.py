@@ -46,12 +46,14 @@ PLACEHOLDER = re.compile(
 )
 
 
-# What a translation keeps as written beyond the placeholders: code, tags, paths, file names.
+# What a translation keeps as written beyond the placeholders: code, tags, a quoted word, paths and
+# file names.
 # A path's characters: no space, bracket, quote, CJK character or punctuation (Chinese runs on
 # into a path with no space between).
 _IN_PATH = "[^\\s()\\[\\]{}<>\"'`\u2000-\u206f\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]"
 AS_WRITTEN = re.compile(
     PLACEHOLDER.pattern + r"|`[^`]*`|<[^<>]*>|\bwww\.\S*[^\s.,;:!?'\")\]]"
+    r"|(?<=[\"“])[^\s\"“”]+(?=[\"”])|(?<=[‘'])[^\s‘’']+(?=[’'])"  # a quoted word: a literal ("slug")
     rf"|{_IN_PATH}*[/\\]{_IN_PATH}*(?<![.,;:!?])|{_IN_PATH}*\.[a-z]{{2,4}}\b")
 
 
@@ -63,7 +65,8 @@ def kept_as_written(text: str) -> list[str]:
 
     pieces = [match.group() for match in AS_WRITTEN.finditer(text)]
     names = re.findall(r"[^\W\d_]*[A-Z\u00c0-\u00de][^\W\d_]*", AS_WRITTEN.sub(" ", text))
-    return [piece for piece in dict.fromkeys(pieces + names) if re.search(f"[{LOWER_LATIN}]", piece)]
+    return [piece for piece in dict.fromkeys(pieces + names)
+            if len(piece) > 1 and re.search(f"[{LOWER_LATIN}]", piece)]
 
 UNSPACED = ("zh", "zt", "ja")
 _SENTENCE_END = set(".!?。！？…:;")

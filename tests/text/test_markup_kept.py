@@ -1,0 +1,19 @@
+"""What a translation keeps as written, letter for letter (the guardrails' and the strict retry's view)."""
+
+from __future__ import annotations
+
+from mtserve.text.markup import kept_as_written
+
+
+def test_placeholders_links_code_paths_quoted_words_and_names_are_kept():
+    text = ('Open https://example.com/page. and www.x.org/a, run `make test` in src/main.py, see config.yaml, '
+            'enter %(name)s or {count} or ${user}, mail bob@example.com: a valid "slug" for the iPhone.')
+    assert kept_as_written(text) == [
+        "https://example.com/page", "www.x.org/a", "`make test`", "src/main.py", "config.yaml", "%(name)s", "{count}",
+        "${user}", "bob@example.com", "slug", "Open", "iPhone"]
+
+
+def test_a_path_stops_at_chinese_around_it_and_only_pieces_with_lower_case_letters_are_listed():
+    assert kept_as_written("运行src/main.py文件，打开“config.yaml”。") == ["src/main.py", "config.yaml"]
+    assert kept_as_written("The API and NASA, %d and {0}") == ["%d", "The"]  # %d's letter is lower case
+    assert kept_as_written("rock'n'roll") == []  # one letter between quotes is no word
