@@ -42,12 +42,14 @@ from mtserve.engines.base import (
 from mtserve.engines.prompts import (
     IDEOGRAPHIC_RANGES,
     PromptTemplate,
+    kept_letters,
     kept_letters_grammar,
     markup_grammar,
     script_grammar,
     template_for,
     transfer_grammar,
 )
+from mtserve.text.scripts import LOWER_LATIN
 
 log = logging.getLogger(__name__)
 
@@ -274,15 +276,17 @@ class LlamaCppEngine:
             body["seed"] = request.seed
         constrained = request.strict or self._script_grammar == "always"
         script = script_grammar(request.source, request.target, request.glossary) if constrained else None
+        kept = None if script or not request.strict else kept_letters(request.source, request.target,
+                                                                      request.text, request.glossary)
         if script:
             body["grammar"] = script  # no source-script words can be left in
-        elif request.strict and (kept := kept_letters_grammar(request.source, request.target, request.text,
-                                                               request.glossary)):
-            body["grammar"] = kept  # nor, out of English, its words in lower case
+        elif kept is not None:
+            body["grammar"] = kept_letters_grammar(request.source, request.target, request.text, request.glossary)
         tags_required = request.markup and (
             self._markup_grammar == "always" or (self._markup_grammar == "retry" and request.strict))
-        if tags_required and (grammar := markup_grammar(request.text, IDEOGRAPHIC_RANGES if script else "")):
-            body["grammar"] = grammar  # every tag and placeholder, once, nested (and the script rule)
+        excluded = IDEOGRAPHIC_RANGES if script else LOWER_LATIN if kept is not None else ""
+        if tags_required and (grammar := markup_grammar(request.text, excluded, kept or ())):
+            body["grammar"] = grammar  # every tag and placeholder, once, nested (and the script rules)
         return body
 
     def _transfer_request(self, request: TranslationRequest) -> dict[str, Any]:

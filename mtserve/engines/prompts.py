@@ -357,11 +357,12 @@ def gbnf_literal(value: str) -> str:
 MARKUP_GRAMMAR_PERMUTED = 4  # up to this many tags at one level, any order; more keep the source's
 
 
-def markup_grammar(text: str, excluded_ranges: str = "") -> str | None:
+def markup_grammar(text: str, excluded_ranges: str = "", kept: list[str] | tuple[str, ...] = ()) -> str | None:
     """A GBNF grammar whose every sentence holds each tag and placeholder of ``text`` exactly
     once, properly nested, in any order at each level (up to MARKUP_GRAMMAR_PERMUTED), with free
     text around them that holds no ``<`` (nor the characters in ``excluded_ranges``, a char-class
-    body such as the script grammar's). None when ``text`` has no markup or does not nest."""
+    body such as the script grammar's, except inside the ``kept`` pieces: ``kept_letters``). None
+    when ``text`` has no markup or does not nest."""
     from mtserve.text import markup
 
     try:
@@ -386,9 +387,9 @@ def markup_grammar(text: str, excluded_ranges: str = "") -> str | None:
     for char in "{}%$":
         if char not in plain_outside and any(char in m.group() for m in found):
             excluded += "\\" + char if char in "\\]^-" else char
-    rules = [f"t ::= [^{excluded}]*"]
-
     literal = gbnf_literal
+    free = [piece for piece in kept if not markup.PLACEHOLDER.fullmatch(piece) and not markup.TAG.fullmatch(piece)]
+    rules = [f"t ::= ( [^{excluded}] | {' | '.join(map(literal, free))} )*" if free else f"t ::= [^{excluded}]*"]
     def level(parent: int | None) -> str:
         name = f"l{len(rules)}"
         rules.append("")  # reserve the slot: the children's rules come after it

@@ -212,6 +212,11 @@ def test_the_strict_retry_out_of_english_keeps_lower_case_latin_to_what_the_text
         assert piece in grammar
     assert kept_letters("zh", "en", "你好") is None and kept_letters("en", "de", text) is None
     assert kept_letters("en", "zh", "Use a Mac.", (("Mac", "mac mini"),))[-1] == "mac mini"  # a glossary term
+    # a segment with placeholders or tags: the markup grammar's free text takes the same rule
+    marked = engine.build_request(TranslationRequest(text, "en", "zh", strict=True, markup=True))["grammar"]
+    free_text = next(line for line in marked.splitlines() if line.startswith("t ::="))
+    assert "[^<a-z" in free_text and '"iPhone"' in free_text and "{place}" not in free_text
+    assert '"{place}"' in marked  # once, where the markup rules put it
     regex = strict_regex("en", "zh", (), text)  # vLLM's form of the same rule
     assert re.fullmatch(regex, "在{place}用iPhone打开https://example.com，然后运行`make test`。")
     assert not re.fullmatch(regex, "他 impatient地等待。")
