@@ -390,6 +390,7 @@ def markup_grammar(text: str, excluded_ranges: str = "", kept: list[str] | tuple
     literal = gbnf_literal
     free = [piece for piece in kept if not markup.PLACEHOLDER.fullmatch(piece) and not markup.TAG.fullmatch(piece)]
     rules = [f"t ::= ( [^{excluded}] | {' | '.join(map(literal, free))} )*" if free else f"t ::= [^{excluded}]*"]
+
     def level(parent: int | None) -> str:
         name = f"l{len(rules)}"
         rules.append("")  # reserve the slot: the children's rules come after it

@@ -100,11 +100,10 @@ def _untranslated(source: str, output: str, source_lang: str, target_lang: str,
     if not leftover_scripts:
         return None
     text = _without(output, glossary)
-    if leftover_scripts & IDEOGRAPHIC:
+    if leftover_scripts & IDEOGRAPHIC and any(script_counts(text)[s] for s in leftover_scripts):
         # Any ideograph left in, say, English output is an untranslated word.
         runs = re.findall(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+", text)
-        if runs:
-            return Problem("untranslated", f"it still contains {language_name(source_lang)}: " + ", ".join(runs[:5]))
+        return Problem("untranslated", f"it still contains {language_name(source_lang)}: " + ", ".join(runs[:5]))
     prose = AS_WRITTEN.sub(" ", text)  # code, links and placeholders stay as written
     counts = script_counts(prose)
     leftover = sum(counts[s] for s in leftover_scripts)

@@ -68,6 +68,7 @@ def kept_as_written(text: str) -> list[str]:
     return [piece for piece in dict.fromkeys(pieces + names)
             if len(piece) > 1 and re.search(f"[{LOWER_LATIN}]", piece)]
 
+
 UNSPACED = ("zh", "zt", "ja")
 _SENTENCE_END = set(".!?。！？…:;")
 _OPENERS = set("\"'“‘([{«¿¡「『（【")
