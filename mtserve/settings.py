@@ -205,8 +205,8 @@ class Settings(BaseSettings):
     )
     guardrails: bool = Field(
         True,
-        description="Check each output (left untranslated, looping, explaining, refusing, answering, "
-        "restating the context, glossary term missed) and retry once with a stricter prompt.",
+        description="Check each output (left untranslated, or with a source word left in it, looping, explaining, "
+        "refusing, answering, restating the context, glossary term missed) and retry once with a stricter prompt.",
     )
     warm_strict: str = Field(
         "zh:en", description="`mtserve serve` on llama.cpp: language pairs (source:target, comma-separated) "
