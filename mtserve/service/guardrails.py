@@ -164,8 +164,8 @@ _REFUSING = re.compile(
     r"|(?:抱歉|对不起)[，,]?(?:我|但)|我无法(?:协助|帮助|提供|回答)|作为(?:一个)?(?:AI|人工智能|语言模型)",
     re.IGNORECASE,
 )
-_SOURCE_APOLOGISES = re.compile(r"抱歉|对不起|无法|不能|AI|人工智能|模型|sorry|apolog|unable|cannot|can't",
-                                re.IGNORECASE)
+_SOURCE_APOLOGISES = re.compile(r"抱歉|对不起|无法|不能|AI|人工智能|模型|sorry|apolog|unable|cannot|can't"
+                                r"|artificial intelligence|language model", re.IGNORECASE)
 # "The German text ... translates to ...", "Here is the translation": comments on the text.
 _COMMENTING = re.compile(
     r"\b(?:the\s+\w+\s+(?:text|sentence|phrase)\b[^.]{0,80}?\btranslat\w*|here(?:'s| is) the translation"

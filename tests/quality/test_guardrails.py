@@ -189,6 +189,8 @@ def test_cjk_to_english_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
     ("Hello {name}, see config.yaml and src/main.py.", "你好 {name}，请看 config.yaml 和 src/main.py。", None),
     ("Set %s as the value", "将 %s 设为值", None),
     ("He waited.", "他在 Berlin 等待。", None),  # not a word of the source
+    # the source says "as an AI" itself, spelled out (instr-019 into Chinese): a translation, no refusal
+    ("As an artificial intelligence, how do you feel?", "作为一个人工智能，你有什么感受？", None),
     ('Enter a valid "slug".', "输入有效的“slug”。", None),  # a quoted word is a literal
     ("%(title)s has been added", "%(title)s 已添加", None),
 ])
