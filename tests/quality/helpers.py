@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable
 
 from mtserve.engines.base import TranslationRequest
 from mtserve.service.runtime import Runtime
@@ -41,6 +42,18 @@ async def service_for(engine, tmp_path, **settings) -> AsyncIterator[Translation
         yield runtime.service
     finally:
         await runtime.stop()
+
+
+def translate_once(engine, tmp_path, text: str, source: str, target: str,
+                   **options: Any) -> tuple[TranslationService, Any]:
+    """``text`` through a service around ``engine``: the service (its counters outlive it) and the result."""
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            [result] = await service.translate([text], source, target, **options)
+            return service, result
+
+    return asyncio.run(main())
 
 
 def counter(service: TranslationService, name: str, **labels) -> float:

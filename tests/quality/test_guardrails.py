@@ -9,7 +9,7 @@ import pytest
 
 from mtserve.engines.base import Guidance, PromptTooLong, TranslationRequest
 from mtserve.service.guardrails import Problem, check, choose, retry_request, substitute_terms
-from tests.quality.helpers import ScriptedEngine, counter, service_for
+from tests.quality.helpers import ScriptedEngine, counter, service_for, translate_once
 
 
 @pytest.mark.parametrize("source, output, src, tgt, kind", [
@@ -100,12 +100,7 @@ def test_the_service_retries_once_with_the_strict_prompt_and_counts_it(tmp_path)
 def test_an_unfixable_output_is_kept_and_reported_unresolved(tmp_path):
     engine = ScriptedEngine(lambda request: "这是一本书。")  # always hands the input back
 
-    async def main():
-        async with service_for(engine, tmp_path) as service:
-            [result] = await service.translate(["这是一本书。"], "zh", "en")
-            return service, result
-
-    service, result = asyncio.run(main())
+    service, result = translate_once(engine, tmp_path, "这是一本书。", "zh", "en")
     assert result.text == "这是一本书。"
     assert len(engine.calls) == 2  # once, and one retry: never a loop
     assert counter(service, "mtserve_guardrail_unresolved_total", reason="identical") == 1
@@ -121,12 +116,7 @@ def test_a_retry_over_the_context_keeps_the_first_answer(tmp_path):
 
     engine = ScriptedEngine(script)
 
-    async def main():
-        async with service_for(engine, tmp_path) as service:
-            [result] = await service.translate(["找不到该插件。"], "zh", "en", glossary={"插件": "plugin"})
-            return service, result
-
-    service, result = asyncio.run(main())
+    service, result = translate_once(engine, tmp_path, "找不到该插件。", "zh", "en", glossary={"插件": "plugin"})
     assert result.text == "The plug-in was not found."
     assert [c.strict for c in engine.calls] == [False, True]
     assert counter(service, "mtserve_guardrail_retries_total", reason="glossary") == 1
@@ -230,12 +220,7 @@ def test_the_service_retries_source_words_left_in_chinese(tmp_path):
 
     engine = ScriptedEngine(script)
 
-    async def main():
-        async with service_for(engine, tmp_path) as service:
-            [result] = await service.translate(["He waited impatiently."], "en", "zh")
-            return service, result
-
-    service, result = asyncio.run(main())
+    service, result = translate_once(engine, tmp_path, "He waited impatiently.", "en", "zh")
     assert result.text == "他不耐烦地等待。"
     assert [c.strict for c in engine.calls] == [False, True]
     assert counter(service, "mtserve_guardrail_retries_total", reason="untranslated") == 1
@@ -281,12 +266,7 @@ def test_the_service_retries_a_restated_context_without_the_context(tmp_path):
 
     engine = ScriptedEngine(script)
 
-    async def main():
-        async with service_for(engine, tmp_path) as service:
-            [result] = await service.translate(["已翻译"], "zh", "en", guidance=Guidance(context=UI_CONTEXT))
-            return service, result
-
-    service, result = asyncio.run(main())
+    service, result = translate_once(engine, tmp_path, "已翻译", "zh", "en", guidance=Guidance(context=UI_CONTEXT))
     assert result.text == "Translated"
     assert [(c.strict, c.guidance.context) for c in engine.calls] == [(False, UI_CONTEXT), (True, "")]
     assert counter(service, "mtserve_guardrail_retries_total", reason="context") == 1
