@@ -281,7 +281,7 @@ class LlamaCppEngine:
         if script:
             body["grammar"] = script  # no source-script words can be left in
         elif kept is not None:
-            body["grammar"] = kept_letters_grammar(request.source, request.target, request.text, request.glossary)
+            body["grammar"] = kept_letters_grammar(kept)
         tags_required = request.markup and (
             self._markup_grammar == "always" or (self._markup_grammar == "retry" and request.strict))
         excluded = IDEOGRAPHIC_RANGES if script else LOWER_LATIN if kept is not None else ""

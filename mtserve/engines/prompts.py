@@ -339,13 +339,10 @@ def kept_letters(source: str, target: str, text: str, glossary: Terms = ()) -> l
     return [piece for piece in dict.fromkeys(kept_as_written(text) + [t for _, t in glossary]) if piece]
 
 
-def kept_letters_grammar(source: str, target: str, text: str, glossary: Terms = ()) -> str | None:
+def kept_letters_grammar(kept: list[str]) -> str:
     """``kept_letters`` as a GBNF grammar: any character but a lower-case Latin letter, or a kept piece."""
     from mtserve.text.scripts import LOWER_LATIN
 
-    kept = kept_letters(source, target, text, glossary)
-    if kept is None:
-        return None
     return "root ::= ( " + " | ".join([f"[^{LOWER_LATIN}]"] + [gbnf_literal(piece) for piece in kept]) + " )*"
 
 

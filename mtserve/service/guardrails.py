@@ -100,7 +100,10 @@ def _untranslated(source: str, output: str, source_lang: str, target_lang: str,
     if not leftover_scripts:
         return None
     text = _without(output, glossary)
-    if leftover_scripts & IDEOGRAPHIC and any(script_counts(text)[s] for s in leftover_scripts):
+    in_output = script_counts(text)
+    if not any(in_output[s] for s in leftover_scripts):
+        return None  # most outputs: one count, nothing more
+    if leftover_scripts & IDEOGRAPHIC:
         # Any ideograph left in, say, English output is an untranslated word.
         runs = re.findall(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+", text)
         return Problem("untranslated", f"it still contains {language_name(source_lang)}: " + ", ".join(runs[:5]))
