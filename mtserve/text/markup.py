@@ -50,11 +50,16 @@ PLACEHOLDER = re.compile(
 # file names.
 # A path's characters: no space, bracket, quote, CJK character or punctuation (Chinese runs on
 # into a path with no space between).
-_IN_PATH = "[^\\s()\\[\\]{}<>\"'`\u2000-\u206f\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]"
+_NOT_IN_PATH = "\\s()\\[\\]{}<>\"'`\u2000-\u206f\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef"
+_IN_PATH = f"[^{_NOT_IN_PATH}]"
+_PATH_START = f"(?<![^{_NOT_IN_PATH}])"  # a path is tried from the start of a run only: linear in the text
 AS_WRITTEN = re.compile(
     PLACEHOLDER.pattern + r"|`[^`]*`|<[^<>]*>|\bwww\.\S*[^\s.,;:!?'\")\]]"
     r"|(?<=[\"“])[^\s\"“”]+(?=[\"”])|(?<=[‘'])[^\s‘’']+(?=[’'])"  # a quoted word: a literal ("slug")
-    rf"|{_IN_PATH}*[/\\]{_IN_PATH}*(?<![.,;:!?])|{_IN_PATH}*\.[a-z]{{2,4}}\b")
+    rf"|{_PATH_START}{_IN_PATH}*[/\\]{_IN_PATH}*(?<![.,;:!?])|{_PATH_START}{_IN_PATH}*\.[a-z]{{2,4}}\b")
+
+
+_CAPITAL = re.compile("[A-Z\u00c0-\u00de]")
 
 
 def kept_as_written(text: str) -> list[str]:
@@ -64,7 +69,7 @@ def kept_as_written(text: str) -> list[str]:
     from mtserve.text.scripts import LOWER_LATIN
 
     pieces = [match.group() for match in AS_WRITTEN.finditer(text)]
-    names = re.findall(r"[^\W\d_]*[A-Z\u00c0-\u00de][^\W\d_]*", AS_WRITTEN.sub(" ", text))
+    names = [word for word in re.findall(r"[^\W\d_]+", AS_WRITTEN.sub(" ", text)) if _CAPITAL.search(word)]
     return [piece for piece in dict.fromkeys(pieces + names)
             if len(piece) > 1 and re.search(f"[{LOWER_LATIN}]", piece)]
 

@@ -17,3 +17,11 @@ def test_a_path_stops_at_chinese_around_it_and_only_pieces_with_lower_case_lette
     assert kept_as_written("运行src/main.py文件，打开“config.yaml”。") == ["src/main.py", "config.yaml"]
     assert kept_as_written("The API and NASA, %d and {0}") == ["%d", "The"]  # %d's letter is lower case
     assert kept_as_written("rock'n'roll") == []  # one letter between quotes is no word
+
+
+def test_a_long_run_without_spaces_is_read_in_one_pass():
+    """Names and paths are looked for from the start of a word or run only: a 100,000-letter run
+    (hostile input, or a model's runaway output) is read once, not once from every letter."""
+    assert kept_as_written("a" * 100_000) == []
+    assert kept_as_written("aB" * 50_000) == ["aB" * 50_000]  # one word with a capital: a name
+    assert kept_as_written("x" * 100_000 + "/y") == ["x" * 100_000 + "/y"]
