@@ -44,6 +44,16 @@ DEPLOYMENT_NAME = "mtserve"
 REPLICA_HEADER = "x-mtserve-replica"  # which replica answered: shows the spread, helps debugging
 LOAD_TIMEOUT_S = 600.0  # a replica that has not loaded its model by then is replaced
 
+# Ray Serve kills its HTTP proxy when the proxy is not ready within 5 s of starting, or misses three
+# 10 s health checks in a row. On a small machine busy loading models, the only proxy of a local
+# cluster misses those: `serve.start` then fails with ActorDiedError, or clients meet a closed port
+# while a new proxy starts. A cluster mtserve starts itself gets patient checks; a variable already
+# set wins, and a cluster that `ray start` started keeps its own.
+LOCAL_CLUSTER_ENV = {
+    "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60",
+    "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30",
+}
+
 
 class RayUnavailable(RuntimeError):
     """Ray Serve is not installed, or the cluster cannot be reached; the message says what to do."""
@@ -185,13 +195,30 @@ def app_builder(args: dict[str, Any]):
     return build_application(Settings(**(args or {})))
 
 
+def _proxy_failure(exc: Exception, settings: Settings) -> str:
+    """What to do when Ray's HTTP proxy did not start: its error's last line is the reason
+    ("Failed to bind to address ...", or "The actor died ..."), not the actor's traceback."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = lines[-1] if lines else type(exc).__name__
+    where = f"{settings.host}:{settings.port}"
+    if "bind" in reason.lower():
+        return (f"Ray Serve's HTTP proxy cannot listen on {where} ({reason}); stop the server that "
+                f"holds the port, or serve on another port with --port {settings.port + 1}")
+    return (f"Ray Serve's HTTP proxy did not start on {where} ({reason}). On a busy machine, give it "
+            "longer: RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S=120")
+
+
 def run(settings: Settings) -> int:
     """``mtserve serve --ray``: start or join a cluster, deploy, serve until SIGTERM or Ctrl-C."""
     serve = _import_serve()
     import ray
+    from ray.exceptions import RayError
 
     application = build_application(settings)  # bad replica counts fail here, before Ray starts
     started_cluster = not settings.ray_address
+    if started_cluster:
+        for name, value in LOCAL_CLUSTER_ENV.items():
+            os.environ.setdefault(name, value)  # the controller, started below, inherits them
     try:
         ray.init(
             address=settings.ray_address or "local",  # "local": a new cluster, never someone else's
@@ -204,7 +231,12 @@ def run(settings: Settings) -> int:
             "`ray start` uses token authentication (Ray 2.59+): set RAY_AUTH_MODE=token here, with the "
             "cluster's token in RAY_AUTH_TOKEN or ~/.ray/auth_token"
         ) from None
-    serve.start(http_options={"host": settings.host, "port": settings.port})
+    try:
+        serve.start(http_options={"host": settings.host, "port": settings.port})
+    except RayError as exc:
+        if started_cluster:
+            ray.shutdown()
+        raise RayUnavailable(_proxy_failure(exc, settings)) from None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

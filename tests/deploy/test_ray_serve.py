@@ -10,18 +10,23 @@ import asyncio
 import collections
 import concurrent.futures
 import importlib.util
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
 from mtserve.deploy.ray_serve import (
+    LOCAL_CLUSTER_ENV,
     REPLICA_HEADER,
     ReplicaHeaderMiddleware,
+    _proxy_failure,
     autoscaling_config,
     deployment_options,
     replica_settings,
@@ -102,8 +107,40 @@ def test_bad_replica_counts_are_a_usage_error_before_ray_starts():
     assert "MTSERVE_RAY_MAX_REPLICAS" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_proxy_that_did_not_start_is_one_line_that_says_what_to_do():
+    settings = Settings(port=8000)
+    bind = RuntimeError("ray::ProxyActor.ready() (pid=1)\n  File \"proxy.py\", line 1\n"
+                        "RuntimeError: Failed to bind to address '127.0.0.1:8000'.")
+    assert _proxy_failure(bind, settings) == (
+        "Ray Serve's HTTP proxy cannot listen on 127.0.0.1:8000 (RuntimeError: Failed to bind to address "
+        "'127.0.0.1:8000'.); stop the server that holds the port, or serve on another port with --port 8001")
+    died = RuntimeError("The actor died unexpectedly before finishing this task.\n\tclass_name: ProxyActor\n"
+                        "The actor never ran - it was cancelled before it started running.")
+    message = _proxy_failure(died, settings)
+    assert "cancelled before it started running" in message and "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S" in message
+    assert "class_name" not in message
+
+
 # --- a local cluster ---------------------------------------------------------------------------
 RAY_INSTALLED = importlib.util.find_spec("ray") is not None
+
+
+@pytest.mark.ray
+@pytest.mark.skipif(not RAY_INSTALLED, reason="Ray Serve is not installed (pip install 'mtserve[ray]')")
+def test_a_port_in_use_is_a_usage_error_and_the_cluster_goes_away(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "mtserve.cli", "serve", "--ray", "--port", str(port)],
+            capture_output=True, text=True, timeout=CLUSTER_TIME_BOX_S, check=False,
+            env={**os.environ, "MTSERVE_HOME": str(tmp_path)},
+        )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and f"--port {port + 1}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not controller_environ(), "the local cluster mtserve started was shut down"
 
 
 def replica_processes() -> list[psutil.Process]:
@@ -113,6 +150,23 @@ def replica_processes() -> list[psutil.Process]:
         if "ServeReplica:mtserve:mtserve" in cmdline:
             found.append(proc)
     return found
+
+
+def ray_serve_log(lines: int = 30) -> str:
+    """The warnings and errors of the local cluster's Serve controller (proxy restarts, replica
+    crashes): what a failure of the cluster test needs to be read."""
+    found = []
+    for path in sorted(Path("/tmp/ray/session_latest/logs/serve").glob("controller_*.log")):
+        found += [line[:300] for line in path.read_text(errors="replace").splitlines()
+                  if line.startswith(("WARNING", "ERROR"))]
+    return "\n".join(found[-lines:]) or "(no warnings in the Serve controller's log)"
+
+
+def controller_environ() -> dict[str, str]:
+    for proc in psutil.process_iter(["cmdline"]):
+        if "ServeController" in " ".join(proc.info["cmdline"] or []):
+            return proc.environ()
+    return {}
 
 
 def translate_with_retries(url: str, n: int, errors: collections.Counter, attempts: int = 4) -> str:
@@ -159,6 +213,9 @@ def test_two_replicas_share_the_load_and_survive_losing_one(model_path):
         while len(replica_processes()) < 2 and time.monotonic() < deadline:
             time.sleep(0.5)
         children = psutil.Process(proc.pid).children(recursive=True)
+        # the cluster mtserve started gives Ray's proxy time to start on a busy machine
+        assert controller_environ().get("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S") == \
+            LOCAL_CLUSTER_ENV["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"]
 
         # requests spread over both replicas; each loaded the model once
         errors: collections.Counter = collections.Counter()
@@ -193,6 +250,9 @@ def test_two_replicas_share_the_load_and_survive_losing_one(model_path):
         print(f"errors seen and retried while a replica died: {dict(errors)}")
         assert set(errors) <= {500, 503}, errors
         assert sum(errors.values()) <= 8, errors
+    except Exception:
+        print(f"mtserve's log:\n{server_log(proc)}\nRay Serve's controller:\n{ray_serve_log()}")
+        raise
     finally:
         stop_server(proc, timeout_s=60)  # SIGTERM: the exit code is checked below
         for child in children:  # Ray's own processes, if the shutdown left any behind
@@ -206,8 +266,6 @@ def test_two_replicas_share_the_load_and_survive_losing_one(model_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray Serve is not installed")
 def test_the_kuberay_manifest_is_a_valid_serve_config_for_this_builder():
-    from pathlib import Path
-
     import yaml
     from ray.serve.schema import ServeDeploySchema
 
