@@ -8,7 +8,7 @@
 # (every benchmark text is fresh anyway; with the cache off a repeat can never
 # flatter mtserve), runs the bench scenarios against it and the baselines, and
 # stops the server. Each scenario is its own `mtserve bench` run, so its
-# targets alternate A B A B within that run and their ratios hold.
+# targets alternate (A B, then B A) within that run and their ratios hold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benchmarks/serve_lib.sh
@@ -36,7 +36,7 @@ run() {  # run NAME ARGS...: one bench run, its table saved beside its JSON and 
 # 1. The sweep: mtserve over HTTP, the raw engine, naive serving; one curve each.
 run sweep --url "$URL" --engine llamacpp --naive --concurrency "${SWEEP:-1,2,4,8,16}" --requests "$N" \
   --label "$MODEL: closed-loop sweep, short zh->en sentences"
-# 2. Overhead: mtserve against the raw engine, A B A B, at 1 and 8 clients (and 16 for memory).
+# 2. Overhead: mtserve against the raw engine, alternated, at 1 and 8 clients (and 16 for memory).
 run overhead --compare "$URL" engine --concurrency 1,8,16 --requests "$N" --rounds "${ROUNDS:-3}" \
   --label "$MODEL: mtserve over HTTP vs the raw engine"
 # 3. Fairness: one long document in the queue, 8 clients of short sentences beside it.

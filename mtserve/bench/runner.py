@@ -1,8 +1,10 @@
-"""The plan of a benchmark run and its execution: targets alternated point by point, A B A B.
+"""The plan of a benchmark run and its execution: targets alternated point by point, A B, then B A.
 
 A run is a list of points (scenario, load) and a list of targets. Each round
 visits every point and, at each point, every target in turn, so slow drift of
 a noisy machine touches all targets alike and the ratios between them hold.
+Every other round runs the targets in reverse order: whatever the machine does
+to the one that runs first (or right after the other) falls on each in turn.
 Outcomes of the same (target, point) are pooled over rounds; per-round
 figures are kept too, to show the spread.
 """
@@ -51,8 +53,10 @@ class Plan:
     warmup: int = 4  # concurrent warm-up calls per target before its first point (0 = none)
 
     def runs(self, targets: list[Target]) -> list[tuple[int, Point, Target]]:
-        """The order of execution: round by round, point by point, the targets alternating."""
-        return [(r, p, t) for r in range(self.rounds) for p in self.points for t in targets]
+        """The order of execution: round by round, point by point, the targets alternating, first
+        in the order given and reversed in every other round (A B, B A, A B...)."""
+        return [(r, p, t) for r in range(self.rounds) for p in self.points
+                for t in (targets if r % 2 == 0 else targets[::-1])]
 
 
 @dataclass

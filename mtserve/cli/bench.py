@@ -69,7 +69,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     what.add_argument("--transformers", action="store_true",
                       help="Hugging Face transformers generate on the same GGUF (needs the baseline extra)")
     what.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                      help="run two targets alternately, A B A B, and print B/A ratios")
+                      help="run two targets alternately (A B, then B A in the next round) and print B/A ratios")
     what.add_argument("--server-pid", type=int, help="pid of the server to sample (default: the one on the port)")
 
     load = bench.add_argument_group("load")

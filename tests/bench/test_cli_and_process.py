@@ -26,7 +26,7 @@ def test_bench_compare_on_fake_targets_writes_json_plot_and_ratios(tmp_path, mon
                "--out", str(out), "--no-progress", "--warmup", "0"])
     assert rc == 0
     body = json.loads((out / "result.json").read_text())
-    assert [e.split()[1] for e in body["meta"]["plan"]["order"]] == ["A", "B"] * 4
+    assert [e.split()[1] for e in body["meta"]["plan"]["order"]] == ["A", "B"] * 2 + ["B", "A"] * 2
     assert {p["target"] for p in body["points"]} == {"A", "B"} and len(body["ratios"]) == 2
     assert (out / "plot.png").stat().st_size > 1000
     printed = capsys.readouterr().out

@@ -7,15 +7,18 @@ def _workloads():
     return Workloads(main=make_workload(500), short=make_workload(500), long=make_workload(5, kind="long"))
 
 
-def test_compare_alternates_targets_a_b_a_b_every_point_and_round():
+def test_compare_alternates_targets_every_point_and_reverses_them_every_other_round():
     log: list[str] = []
     a, b = FakeTarget("A", log=log), FakeTarget("B", log=log, tokens=10)
-    plan = Plan(points=[Point("closed", 1), Point("closed", 2)], bounds=Bounds(3, 60), rounds=2, warmup=0)
+    plan = Plan(points=[Point("closed", 1), Point("closed", 2)], bounds=Bounds(3, 60), rounds=3, warmup=0)
     result = execute([a, b], plan, _workloads())
-    assert [entry.split()[1] for entry in result.order] == ["A", "B"] * 4
-    assert [entry.split()[0] for entry in result.order] == ["r1"] * 4 + ["r2"] * 4
+    expected = ["A", "B"] * 2 + ["B", "A"] * 2 + ["A", "B"] * 2
+    assert [entry.split()[1] for entry in result.order] == expected
+    assert [entry.split()[0] for entry in result.order] == ["r1"] * 4 + ["r2"] * 4 + ["r3"] * 4
     runs = [log[i:i + 3] for i in range(0, len(log), 3)]
-    assert [r[0] for r in runs] == ["A", "B"] * 4 and all(len(set(r)) == 1 for r in runs)
+    assert [r[0] for r in runs] == expected and all(len(set(r)) == 1 for r in runs)
+    [_, second] = [row for row in result.ratios]  # B over A, whichever ran first
+    assert second.a == "A" and second.b == "B" and len(second.per_round) == 3
 
 
 def test_pooled_points_and_ratios():
