@@ -42,7 +42,9 @@ PLACEHOLDER = re.compile(
     r"|\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR
     r"|&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});"  # HTML entities
     r"|(?:https?|ftp)://[^\s<>\"'{}]*[^\s<>\"'{}.,;:!?)\]。，！？）]"  # URLs
-    r"|\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b"  # e-mail addresses
+    # e-mail addresses; a local part has at most 64 characters (RFC 5321), and the bound keeps a
+    # long run of "a.a.a." linear: each start scans at most 64 characters for an @
+    r"|\b[\w.+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b"
 )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mtserve.text.markup import kept_as_written
+from collections import Counter
+
+from mtserve.text.markup import kept_as_written, placeholders
 
 
 def test_placeholders_links_code_paths_quoted_words_and_names_are_kept():
@@ -25,3 +27,12 @@ def test_a_long_run_without_spaces_is_read_in_one_pass():
     assert kept_as_written("a" * 100_000) == []
     assert kept_as_written("aB" * 50_000) == ["aB" * 50_000]  # one word with a capital: a name
     assert kept_as_written("x" * 100_000 + "/y") == ["x" * 100_000 + "/y"]
+
+
+def test_an_email_address_after_a_long_dotted_run_is_found_in_one_pass():
+    """An e-mail's local part is at most 64 characters (RFC 5321): 100,000 characters of "a.a.a."
+    are scanned once, not once from every letter (that took 4.5 s for 50,000)."""
+    assert placeholders("a." * 50_000 + " bob@example.com") == Counter({"bob@example.com": 1})
+    assert placeholders("www." * 25_000) == Counter()
+    local = "x" * 64
+    assert placeholders(f"write to {local}@example.com") == Counter({f"{local}@example.com": 1})
