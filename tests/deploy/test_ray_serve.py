@@ -140,7 +140,10 @@ def test_a_port_in_use_is_a_usage_error_and_the_cluster_goes_away(tmp_path):
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and f"--port {port + 1}" in result.stderr
     assert "Traceback" not in result.stderr
-    assert not controller_environ(), "the local cluster mtserve started was shut down"
+    deadline = time.monotonic() + 30  # the cluster's processes end a moment after the driver
+    while controller_environ() is not None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert controller_environ() is None, "the local cluster mtserve started was shut down"
 
 
 def replica_processes() -> list[psutil.Process]:
@@ -162,11 +165,15 @@ def ray_serve_log(lines: int = 30) -> str:
     return "\n".join(found[-lines:]) or "(no warnings in the Serve controller's log)"
 
 
-def controller_environ() -> dict[str, str]:
+def controller_environ() -> dict[str, str] | None:
+    """The environment of Ray Serve's controller on this machine; None when there is none."""
     for proc in psutil.process_iter(["cmdline"]):
         if "ServeController" in " ".join(proc.info["cmdline"] or []):
-            return proc.environ()
-    return {}
+            try:
+                return proc.environ()
+            except psutil.Error:  # it ended while we looked
+                continue
+    return None
 
 
 def translate_with_retries(url: str, n: int, errors: collections.Counter, attempts: int = 4) -> str:
@@ -214,7 +221,7 @@ def test_two_replicas_share_the_load_and_survive_losing_one(model_path):
             time.sleep(0.5)
         children = psutil.Process(proc.pid).children(recursive=True)
         # the cluster mtserve started gives Ray's proxy time to start on a busy machine
-        assert controller_environ().get("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S") == \
+        assert (controller_environ() or {}).get("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S") == \
             LOCAL_CLUSTER_ENV["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"]
 
         # requests spread over both replicas; each loaded the model once
