@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mtserve.text.lexicon import WORDS
+from mtserve.text.scripts import LOWER_LATIN, UPPER_LATIN
 from mtserve.text.segment import Piece, is_cjk
 
 # A tag of the view: <b1>, </b1>, <x2/>. Names are short letters, ids are numbers.
@@ -61,19 +62,18 @@ AS_WRITTEN = re.compile(
     rf"|{_PATH_START}{_IN_PATH}*[/\\]{_IN_PATH}*(?<![.,;:!?])|{_PATH_START}{_IN_PATH}*\.[a-z]{{2,4}}\b")
 
 
-_CAPITAL = re.compile("[A-Z\u00c0-\u00de]")
+_CAPITAL = re.compile(f"[{UPPER_LATIN}]")
+_LOWER = re.compile(f"[{LOWER_LATIN}]")
 
 
 def kept_as_written(text: str) -> list[str]:
     """The pieces of ``text`` with lower-case Latin letters that a translation into any language
     may hold letter for letter: placeholders, links, code, tags and paths, and names (words with a
     capital letter: iPhone, Python, GitHub)."""
-    from mtserve.text.scripts import LOWER_LATIN
-
     pieces = [match.group() for match in AS_WRITTEN.finditer(text)]
     names = [word for word in re.findall(r"[^\W\d_]+", AS_WRITTEN.sub(" ", text)) if _CAPITAL.search(word)]
     return [piece for piece in dict.fromkeys(pieces + names)
-            if len(piece) > 1 and re.search(f"[{LOWER_LATIN}]", piece)]
+            if len(piece) > 1 and _LOWER.search(piece)]
 
 
 UNSPACED = ("zh", "zt", "ja")

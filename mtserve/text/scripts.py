@@ -75,5 +75,6 @@ IDEOGRAPHIC_SCRIPTS = frozenset({"han", "kana", "hangul"})
 # Lower-case Latin letters. In a translation out of a language written in them into one that is not,
 # a word of them is a word left untranslated, unless the source keeps it as written.
 LOWER_LATIN = "a-z\u00df-\u00f6\u00f8-\u00ff"
+UPPER_LATIN = "A-Z\u00c0-\u00d6\u00d8-\u00de"  # a word with one of them is a name (iPhone, Python)
 _LATIN_LETTER = "A-Za-z\u00c0-\u00ff"
 LOWER_LATIN_WORD = re.compile(rf"(?<![{_LATIN_LETTER}'-])[{LOWER_LATIN}]{{3,}}(?![{_LATIN_LETTER}'-])")
