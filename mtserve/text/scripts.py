@@ -76,5 +76,5 @@ IDEOGRAPHIC_SCRIPTS = frozenset({"han", "kana", "hangul"})
 # a word of them is a word left untranslated, unless the source keeps it as written.
 LOWER_LATIN = "a-z\u00df-\u00f6\u00f8-\u00ff"
 UPPER_LATIN = "A-Z\u00c0-\u00d6\u00d8-\u00de"  # a word with one of them is a name (iPhone, Python)
-_LATIN_LETTER = "A-Za-z\u00c0-\u00ff"
+_LATIN_LETTER = LOWER_LATIN + UPPER_LATIN  # not × or ÷, which sit among them in Latin-1
 LOWER_LATIN_WORD = re.compile(rf"(?<![{_LATIN_LETTER}'-])[{LOWER_LATIN}]{{3,}}(?![{_LATIN_LETTER}'-])")

@@ -170,6 +170,7 @@ def test_cjk_to_english_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
     ("He waited impatiently.", "他 impatient地等待。", "untranslated"),
     ("She knitted a sweater.", "她 knitting了一件毛衣。", "untranslated"),  # another form of the word
     ("Flowers are everywhere.", "everywhere都有花。", "untranslated"),
+    ("It runs 2×faster.", "它运行速度快2×faster。", "untranslated"),  # × is no letter: the word after it counts
     ("He waited impatiently.", "Он impatient ждал.", "untranslated"),  # into Russian alike
     ("He waited impatiently.", "他不耐烦地等待。", None),
     ("He uses an iPhone.", "他用 iPhone。", None),  # a name: mostly Chinese, weighed by what a character carries
