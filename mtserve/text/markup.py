@@ -729,8 +729,9 @@ def icu_arguments(text: str) -> list[IcuArgument]:
     """The complex arguments of an ICU message, outermost only; a malformed one is not one."""
     found: list[IcuArgument] = []
     position = 0
+    closing_brace = _brace_pairs(text) if _ICU_START.search(text) else {}
     while (start := _ICU_START.search(text, position)) is not None:
-        argument = _parse_icu(text, start)
+        argument = _parse_icu(text, start, closing_brace)
         if argument is None:
             position = start.end()
             continue
@@ -739,7 +740,24 @@ def icu_arguments(text: str) -> list[IcuArgument]:
     return found
 
 
-def _parse_icu(text: str, start: re.Match[str]) -> IcuArgument | None:
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Where each ``{`` of ``text`` that is closed is closed: found in one pass, so that a message of
+    thousands of unclosed branches is not scanned to its end once for each."""
+    pairs: dict[int, int] = {}
+    opened: list[int] = []
+    for match in _BRACE.finditer(text):
+        if match.group() == "{":
+            opened.append(match.start())
+        elif opened:
+            pairs[opened.pop()] = match.start()
+    return pairs
+
+
+_BRACE = re.compile(r"[{}]")
+_CLOSING = re.compile(r"\s*\}")
+
+
+def _parse_icu(text: str, start: re.Match[str], closing_brace: dict[int, int]) -> IcuArgument | None:
     branches: list[tuple[str, str]] = []
     position = start.end()
     head_start = start.start()
@@ -748,18 +766,15 @@ def _parse_icu(text: str, start: re.Match[str]) -> IcuArgument | None:
         if selector is None:
             break
         body_start = selector.end()
-        depth, k = 1, body_start
-        while k < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[k], 0)
-            k += 1
-        if depth:
+        body_end = closing_brace.get(body_start - 1)  # the selector ends with the branch's "{"
+        if body_end is None:
             return None
-        branches.append((text[head_start:body_start], text[body_start:k - 1]))
-        head_start, position = k - 1, k
-    closing = re.match(r"\s*\}", text[position:])
+        branches.append((text[head_start:body_start], text[body_start:body_end]))
+        head_start, position = body_end, body_end + 1
+    closing = _CLOSING.match(text, position)
     if not branches or closing is None:
         return None
-    end = position + closing.end()
+    end = closing.end()
     return IcuArgument(start.start(), end, start.group(1), start.group(2), branches, text[head_start:end])
 
 

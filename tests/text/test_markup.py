@@ -113,3 +113,20 @@ def test_anchors_are_contents_found_once_at_word_edges():
     found = markup.anchors("Please send the report to me before the meeting starts.",
                            {1: "Before the meeting starts.", 2: "Report", 3: "e"}, elements)
     assert found == {1: (29, 54), 2: (16, 22)}  # "e" is inside words only
+
+
+def test_icu_arguments_pair_each_branch_with_its_own_closing_brace():
+    message = "{g, select, male {He {n, plural, one {# cat} other {# cats}}} other {They}} left"
+    [argument] = markup.icu_arguments(message)
+    assert (argument.name, argument.kind) == ("g", "select")
+    assert [text for _, text in argument.branches] == ["He {n, plural, one {# cat} other {# cats}}", "They"]
+    assert argument.render(["Er", "Sie"]) == "{g, select, male {Er} other {Sie}}"
+    assert markup.icu_arguments("{n, plural, one {# file} other {# files}") == []  # never closed: not an argument
+    assert markup.icu_arguments("} {n, plural, one {x}} {") != []  # stray braces around it change nothing
+
+
+def test_thousands_of_unclosed_icu_branches_are_read_in_one_pass():
+    """Each branch's closing brace is looked up, not searched for to the end of the text from every
+    branch: 8,000 unclosed ones ("{a,select,x{" again and again) took 1.4 s for 16,000 characters."""
+    assert markup.icu_arguments("{a,select,x{" * 8_000) == []
+    assert len(markup.icu_arguments("{a,select,x{y}}" * 8_000)) == 8_000
