@@ -119,39 +119,34 @@ def _inline_view(text: str) -> tuple[str, dict[int, str]]:
             stack.append(k)
     view: list[str] = []
     tags: dict[int, str] = {}  # tag id -> its opening (or void) text; -id -> its closing text
-    position, ids = 0, {}
+    position, ids, last_id = 0, {}, 0
+    opened_as: dict[int, str] = {}  # an opening tag's id -> the name it has in the view
     for k, match in enumerate(found):
         if match.start() < position:
             continue
         view.append(text[position:match.start()])
-        id_ = sum(1 for key in tags if key > 0) + 1
         tag_name = names[k].group(1).lower() if names[k] else "x"
         tag_name = tag_name if re.fullmatch(r"[a-z]{1,5}", tag_name) else "g"
         if k in partner and partner[k] > k:
-            ids[k] = id_
+            last_id += 1
+            ids[k] = id_ = last_id
             tags[id_] = match.group()
+            opened_as[id_] = tag_name
             view.append(markup.open_tag(tag_name, id_))
         elif k in partner:
             opener_id = ids[partner[k]]
             tags[-opener_id] = match.group()  # a closing tag's text, under the negative id
-            view.append(markup.close_tag(_name_of(view, opener_id), opener_id))
+            view.append(markup.close_tag(opened_as.get(opener_id, "g"), opener_id))
         else:
-            tags[id_] = match.group()
-            view.append(markup.void_tag("x", id_))
+            last_id += 1
+            tags[last_id] = match.group()
+            view.append(markup.void_tag("x", last_id))
         position = match.end()
     view.append(text[position:])
     joined = "".join(view)
     if not markup.balanced(joined):
         return text, {}
     return joined, tags
-
-
-def _name_of(view: list[str], id_: int) -> str:
-    for piece in view:
-        match = markup.TAG.fullmatch(piece)
-        if match and int(match.group(3)) == id_:
-            return match.group(2)
-    return "g"
 
 
 def _put_accelerator(translation: str, accelerator: tuple[str, str], target: str) -> str:
