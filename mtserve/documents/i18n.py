@@ -120,7 +120,6 @@ def _inline_view(text: str) -> tuple[str, dict[int, str]]:
     view: list[str] = []
     tags: dict[int, str] = {}  # tag id -> its opening (or void) text; -id -> its closing text
     position, ids, last_id = 0, {}, 0
-    opened_as: dict[int, str] = {}  # an opening tag's id -> the name it has in the view
     for k, match in enumerate(found):
         if match.start() < position:
             continue
@@ -131,12 +130,12 @@ def _inline_view(text: str) -> tuple[str, dict[int, str]]:
             last_id += 1
             ids[k] = id_ = last_id
             tags[id_] = match.group()
-            opened_as[id_] = tag_name
             view.append(markup.open_tag(tag_name, id_))
         elif k in partner:
             opener_id = ids[partner[k]]
             tags[-opener_id] = match.group()  # a closing tag's text, under the negative id
-            view.append(markup.close_tag(opened_as.get(opener_id, "g"), opener_id))
+            # paired by the same name, so the closing tag's name is its opening tag's
+            view.append(markup.close_tag(tag_name, opener_id))
         else:
             last_id += 1
             tags[last_id] = match.group()
