@@ -706,6 +706,8 @@ def _insert(text: str, elements: dict[int, Element], spans: dict[int, tuple[int,
 # --- ICU MessageFormat ---------------------------------------------------------------------------
 _ICU_START = re.compile(r"\{\s*([\w.]+)\s*,\s*(plural|select|selectordinal)\s*,")
 _ICU_SELECTOR = re.compile(r"\s*(offset:\s*\d+\s+)?(=\d+|[\w-]+)\s*\{")
+_BRACE = re.compile(r"[{}]")
+_CLOSING = re.compile(r"\s*\}")  # what ends an argument after its last branch
 ICU_COUNT = "{#}"  # how a branch's "#" travels: as a placeholder, so it must come back
 
 
@@ -751,10 +753,6 @@ def _brace_pairs(text: str) -> dict[int, int]:
         elif opened:
             pairs[opened.pop()] = match.start()
     return pairs
-
-
-_BRACE = re.compile(r"[{}]")
-_CLOSING = re.compile(r"\s*\}")
 
 
 def _parse_icu(text: str, start: re.Match[str], closing_brace: dict[int, int]) -> IcuArgument | None:
