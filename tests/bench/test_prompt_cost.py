@@ -25,3 +25,19 @@ def test_each_variant_drops_only_its_part(model_path):
     assert no_examples["grammar"] == full["grammar"]
     assert "我喜欢猫。" in full["messages"][-1]["content"] and "我喜欢猫。" in wrapper["messages"][-1]["content"]
     assert [m["role"] for m in wrapper["messages"]] == ["system", "user"] and "grammar" not in wrapper
+
+
+def test_the_wrapper_variants_add_only_the_grammar_or_a_longer_system_prompt(model_path):
+    prompt_cost = benchmark_script("prompt_cost")
+    settings = Settings(model=str(model_path))
+    engine, texts = create_engine(settings), ["我喜欢猫。"]
+    [wrapper] = prompt_cost.bodies("wrapper", texts, engine, settings.max_output_tokens)
+    [with_grammar] = prompt_cost.bodies("wrapper-grammar", texts, engine, settings.max_output_tokens)
+    [filled] = prompt_cost.bodies("wrapper-filler", texts, engine, settings.max_output_tokens)
+    [full] = prompt_cost.bodies("mtserve", texts, engine, settings.max_output_tokens)
+    assert with_grammar == {**wrapper, "grammar": full["grammar"]}
+    assert {key: value for key, value in filled.items() if key != "messages"} == \
+        {key: value for key, value in wrapper.items() if key != "messages"}
+    assert filled["messages"][1:] == wrapper["messages"][1:]
+    system, filled_system = wrapper["messages"][0]["content"], filled["messages"][0]["content"]
+    assert filled_system.startswith(system) and len(filled_system) > len(system) + 1000
