@@ -731,8 +731,10 @@ def icu_arguments(text: str) -> list[IcuArgument]:
     """The complex arguments of an ICU message, outermost only; a malformed one is not one."""
     found: list[IcuArgument] = []
     position = 0
-    closing_brace = _brace_pairs(text) if _ICU_START.search(text) else {}
+    closing_brace: dict[int, int] | None = None  # paired once, when the text has an argument's start
     while (start := _ICU_START.search(text, position)) is not None:
+        if closing_brace is None:
+            closing_brace = _brace_pairs(text)
         argument = _parse_icu(text, start, closing_brace)
         if argument is None:
             position = start.end()
