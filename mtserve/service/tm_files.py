@@ -8,7 +8,8 @@
   since its text without the codes is not what was translated; ``<hi>`` keeps
   its text. Parsed with lxml, entities unresolved and no network.
 - **gettext .po**: msgid/msgstr pairs; fuzzy, obsolete and untranslated
-  entries are skipped, and a plural entry gives its singular form. msgids are
+  entries are skipped, and a plural entry gives its singular form, or its plural form where the
+  catalog's language has one form for every count (Chinese, Japanese, Korean). msgids are
   taken as English, and the header's ``Language`` names the msgstr language;
   so a zh_CN catalog imported as zh->en stores msgstr -> msgid. The text goes
   to polib only as a temporary file this module writes, never as a string,
@@ -143,11 +144,17 @@ def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:
         elif not entry.msgid:
             continue  # the header
         else:
-            msgstr = entry.msgstr_plural.get(0, "") if entry.msgid_plural else entry.msgstr
+            msgid, msgstr = entry.msgid, entry.msgstr
+            if entry.msgid_plural:
+                msgstr = entry.msgstr_plural.get(0, "")
+                if len(entry.msgstr_plural) == 1:
+                    # a language of one form (Chinese, Japanese, Korean): it serves every count, and
+                    # its placeholder is the plural's ("%d 个文件" is "%d files", not "One file")
+                    msgid = entry.msgid_plural
             if not msgstr.strip():
                 found.skip("untranslated")
                 continue
-            found.pairs.append((msgstr, entry.msgid) if reverse else (entry.msgid, msgstr))
+            found.pairs.append((msgstr, msgid) if reverse else (msgid, msgstr))
     return found
 
 

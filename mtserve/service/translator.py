@@ -360,7 +360,7 @@ class TranslationService:
                      key_id: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """(an exact match's translation, or None; else the most similar entries as examples)."""
         found = memory.exact(segment, source, target, owner=key_id)
-        if found is not None:
+        if found is not None and markup.placeholders(found.target) == markup.placeholders(segment):
             return found.target, ()
         if not self.model.prompted or self.settings.tm_k <= 0:
             return None, ()
@@ -586,7 +586,9 @@ class TranslationService:
                 item.sentences = count_sentences(markup.strip_tags(segment) if fmt != "text" else segment, source)
                 item.text, item.fmt, item.key_id, item.tm = segment, fmt, key_id, tm
             examples: tuple[tuple[str, str], ...] = ()
-            if memory is not None and item.marked is None:
+            if memory is not None and (item.marked is None or markup.TAG.search(segment) is None):
+                # plain text, or text whose only markup is placeholders (%s, {name}): a memory's entries
+                # are plain text, and a software catalog's strings carry their placeholders on both sides
                 exact, examples = self._from_memory(memory, segment, source, target, key_id)
                 if exact is not None:  # served as stored: never cached, no engine call
                     item.output = self._to_target_script(exact, target, {}) if target in CHINESE else exact
@@ -630,7 +632,7 @@ class TranslationService:
         up before the text is cut into sentences. Its outer whitespace is kept."""
         core = text.strip()
         found = memory.exact(core, source, target, owner=key_id)
-        if found is None:
+        if found is None or markup.placeholders(found.target) != markup.placeholders(core):
             return None
         lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
         item = _Segment(lead, source=source, entries=entries)

@@ -81,3 +81,43 @@ def test_the_guidance_opens_the_first_turn_after_the_fixed_prefix_so_segments_wi
     assert second[fixed]["content"] == guided + "删除" and second[-1] == {"role": "user", "content": "删除文件"}
     # every kind of segment shares the prefix through the guidance, which llama.cpp then keeps cached
     assert all(m[fixed]["content"].startswith(guided) for m in (unretrieved, first, second))
+
+
+PLACEHOLDER_PO = '''msgid ""
+msgstr ""
+"Language: zh_CN\\n"
+
+msgid "Cannot open the file %s."
+msgstr "无法打开文件 %s。"
+
+msgid "Deleted %d items"
+msgstr "已删除项目"
+'''
+
+
+def test_strings_with_placeholders_are_matched_and_get_examples_like_plain_text(tmp_path):
+    """Most software strings carry a placeholder: they are looked up as plain text, and an exact match is
+    served only when its translation keeps the string's placeholders."""
+    home, path = tmp_path / "home", tmp_path / "app.po"
+    path.write_text(PLACEHOLDER_PO, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mtserve.cli", "tm", "import", str(path), "--source", "zh",
+                           "--target", "en", "--home", str(home)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    engine = ScriptedEngine(lambda request: "Engine translation %s" if "%s" in request.text else "Engine translation")
+    with serve(engine, home=home) as url:
+        exact = translate(url, "无法打开文件 %s。")
+        assert exact.json() == {"translatedText": "Cannot open the file %s.", "translationMemory": {"segments": 1}}
+        assert engine.calls == []
+
+        similar = translate(url, "无法保存文件 %s。")
+        assert similar.json()["translatedText"] == "Engine translation %s"
+        call = next(c for c in engine.calls if c.text == "无法保存文件 %s。")
+        assert call.markup and ("无法打开文件 %s。", "Cannot open the file %s.") in call.examples
+
+        # the stored translation lost the string's placeholder: not served, translated with the entry as example
+        lost = translate(url, "已删除项目")
+        assert lost.json()["translatedText"] == "Engine translation" and "translationMemory" not in lost.json()
+
+        tagged = httpx.post(f"{url}/translate", json={"q": "<b>无法打开文件</b> %s。", "source": "zh", "target": "en",
+                                                       "format": "html"}, timeout=30)
+        assert tagged.status_code == 200 and "translationMemory" not in tagged.json()  # inline tags: no lookup

@@ -309,8 +309,21 @@ msgstr[0] "%d 个文件"
 def test_po_import_skips_fuzzy_obsolete_and_untranslated_entries():
     found = read_tm(PO.encode(), "po")
     assert (found.source_lang, found.target_lang) == ("en", "zh")
-    assert found.pairs == [("Open", "打开"), ("%d file", "%d 个文件")]
+    assert found.pairs == [("Open", "打开"), ("%d files", "%d 个文件")]
     assert found.skipped == {"fuzzy": 1, "untranslated": 1, "obsolete": 1}
+
+
+def test_a_plural_entry_pairs_the_form_its_language_uses():
+    """Chinese has one form for every count, the plural's ("%d 个文件" is "%d files", never "One file");
+    a language of two forms pairs its first with the singular."""
+    entry = 'msgid "One file"\nmsgid_plural "%d files"\n'
+    chinese = read_tm(f'msgid ""\nmsgstr "Language: zh_CN\\n"\n\n{entry}msgstr[0] "%d 个文件"\n'.encode(), "po")
+    assert chinese.pairs == [("%d files", "%d 个文件")]
+    assert read_tm(f'msgid ""\nmsgstr "Language: zh_CN\\n"\n\n{entry}msgstr[0] "%d 个文件"\n'.encode(),
+                   "po", "zh", "en").pairs == [("%d 个文件", "%d files")]
+    german = read_tm(f'msgid ""\nmsgstr "Language: de\\n"\n\n{entry}msgstr[0] "Eine Datei"\n'
+                     f'msgstr[1] "%d Dateien"\n'.encode(), "po")
+    assert german.pairs == [("One file", "Eine Datei")]
 
 
 def test_a_zh_catalog_read_as_zh_to_en_stores_msgstr_to_msgid():
