@@ -60,7 +60,7 @@ def test_a_tm_file_gives_examples_and_exact_matches_and_the_report_counts_them(t
         "segments": 3, "exact_segments": 1, "example_segments": 1, "sentences_exact": 1,
         "sentences_with_examples": 1}
     assert memory["with_examples"]["n"] == 1 and memory["without_examples"]["n"] == 2
-    assert report.system["tm"].startswith("tm.tsv (3 entries, k=3, min similarity 60)")
+    assert report.system["tm"].startswith("tm.tsv (3 entries, k=2, min similarity 60)")
     assert "1 served exactly from the TM, 1 sent with TM examples" in report.to_markdown()
     assert "tm: 3 segments" in report.summary()
 

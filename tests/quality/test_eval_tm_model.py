@@ -21,7 +21,7 @@ def test_eval_with_the_software_tm_gives_examples_and_reports_them(tmp_path, mod
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["dataset"]["name"] == "software" and report["n"] == 6
     assert report["system"]["model"] == TEST_MODEL
-    assert report["system"]["tm"].startswith("software-tm.tsv (15289 entries, k=3, min similarity 60)")
+    assert report["system"]["tm"].startswith("software-tm.tsv (15289 entries, k=2, min similarity 60)")
     memory = report["memory"]
     # seed 0's six dev sentences: some have TM entries at similarity 60 or more, none an
     # exact match (the builder drops those from dev and test)
