@@ -26,6 +26,7 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from mtserve.api.app import create_app
+from mtserve.api.protocol import JSONErrorsH11Protocol
 from mtserve.engines.base import Engine
 from mtserve.settings import Settings
 
@@ -120,7 +121,7 @@ def serve(engine: Engine, **settings) -> Iterator[str]:
         port = free_port()
         app = create_app(Settings(port=port, **settings), engine=engine)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
-                                               loop="asyncio", http="h11", lifespan="on"))
+                                               loop="asyncio", http=JSONErrorsH11Protocol, lifespan="on"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         url = f"http://127.0.0.1:{port}"

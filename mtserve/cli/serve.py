@@ -31,6 +31,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mtserve.api.app import create_app
+    from mtserve.api.protocol import JSONErrorsH11Protocol
     from mtserve.engines.factory import EngineConfigError
     from mtserve.logs import configure_logging
     from mtserve.models.store import ModelStoreError
@@ -56,7 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
     # and httptools) must not change the server that the tests and benchmarks measured.
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, loop="asyncio",
-                            http="h11", timeout_graceful_shutdown=settings.shutdown_grace_s)
+                            http=JSONErrorsH11Protocol, timeout_graceful_shutdown=settings.shutdown_grace_s)
     uvicorn.Server(config).run(sockets=[listener])
     return 0
 
