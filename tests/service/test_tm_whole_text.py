@@ -32,3 +32,21 @@ def test_a_text_of_several_sentences_matches_an_entry_whole(tmp_path) -> None:
     assert off == "From the engine. From the engine."  # tm off: two sentences, two engine calls
     assert part == "From the engine."  # one sentence of the entry is not a match
     assert {"文件已保存。", "要关闭窗口吗？"} <= {call.text for call in engine.calls}  # tm off: sentence by sentence
+
+
+def test_a_stored_sentence_with_a_placeholder_is_served_inside_a_longer_segment(tmp_path) -> None:
+    """A segment of two sentences, one of them stored: it goes sentence by sentence, and the stored one,
+    placeholder and all, comes from the memory."""
+    engine = ScriptedEngine(lambda request: "From the engine.")
+
+    async def main():
+        async with service_for(engine, tmp_path) as service:
+            service.memory.add([("无法打开文件 %s。", "Cannot open the file %s.")], "zh", "en", origin="test")
+            usage = Usage()
+            [out] = await service.translate(["无法打开文件 %s。请稍后再试。"], "zh", "en", usage=usage)
+            return out.text, usage
+
+    out, usage = asyncio.run(main())
+    assert out == "Cannot open the file %s. From the engine."
+    assert usage.tm_segments == 1
+    assert [call.text for call in engine.calls] == ["请稍后再试。"]
