@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 
 from mtserve.api.app import create_app
+from mtserve.api.protocol import JSONErrorsH11Protocol
 from mtserve.settings import Settings
 from tests.fakes import FakeEngine
 from tests.servers import free_port, serve
@@ -110,7 +111,7 @@ def test_not_ready_while_the_model_loads():
     port = free_port()
     app = create_app(Settings(port=port), engine=engine)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio",
-                                           http="h11"))
+                                           http=JSONErrorsH11Protocol))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
@@ -238,7 +239,11 @@ def test_malformed_payloads_are_4xx_with_a_message(content, fragment):
 def wait_for_health(url: str, status: int, timeout_s: float = 10) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        r = httpx.get(f"{url}/health", timeout=2)
+        try:
+            r = httpx.get(f"{url}/health", timeout=2)
+        except httpx.TransportError:  # a server thread just started may not listen yet
+            time.sleep(0.05)
+            continue
         if r.status_code == status:
             return r.json()
         time.sleep(0.05)
@@ -283,7 +288,7 @@ def test_work_cut_by_the_shutdown_grace_period_gets_a_json_503():
     port = free_port()
     app = create_app(Settings(port=port), engine=engine)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio",
-                                           http="h11", timeout_graceful_shutdown=0.5))
+                                           http=JSONErrorsH11Protocol, timeout_graceful_shutdown=0.5))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
