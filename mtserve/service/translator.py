@@ -350,6 +350,16 @@ class TranslationService:
             self._tm_pairs = known = (now, generation, pairs)
         return self.memory if (source, target) in known[2] else None
 
+    @staticmethod
+    def _stored_translation(memory: TranslationMemory, text: str, source: str, target: str,
+                            key_id: str | None) -> str | None:
+        """An exact match's translation, if it keeps the text's placeholders (an entry whose translation
+        lost one is no answer for it)."""
+        found = memory.exact(text, source, target, owner=key_id)
+        if found is None or markup.placeholders(found.target) != markup.placeholders(text):
+            return None
+        return found.target
+
     def _planning_cost(self, text: str, source: str, target: str, tm: bool) -> int:
         """What planning ``text`` costs, in characters read: a translation memory's lookups (an
         index query and a fuzzy ranking per segment, about a millisecond each) count as a long
@@ -359,9 +369,9 @@ class TranslationService:
     def _from_memory(self, memory: TranslationMemory, segment: str, source: str, target: str,
                      key_id: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """(an exact match's translation, or None; else the most similar entries as examples)."""
-        found = memory.exact(segment, source, target, owner=key_id)
-        if found is not None and markup.placeholders(found.target) == markup.placeholders(segment):
-            return found.target, ()
+        stored = self._stored_translation(memory, segment, source, target, key_id)
+        if stored is not None:
+            return stored, ()
         if not self.model.prompted or self.settings.tm_k <= 0:
             return None, ()
         similar = memory.similar(segment, source, target, k=self.settings.tm_k,
@@ -631,12 +641,12 @@ class TranslationService:
         translator translated at once (a paragraph, a UI string of two sentences), so it is looked
         up before the text is cut into sentences. Its outer whitespace is kept."""
         core = text.strip()
-        found = memory.exact(core, source, target, owner=key_id)
-        if found is None or markup.placeholders(found.target) != markup.placeholders(core):
+        stored = self._stored_translation(memory, core, source, target, key_id)
+        if stored is None:
             return None
         lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
         item = _Segment(lead, source=source, entries=entries)
-        item.output = self._to_target_script(found.target, target, {}) if target in CHINESE else found.target
+        item.output = self._to_target_script(stored, target, {}) if target in CHINESE else stored
         usage.segments += 1
         usage.tm_segments += 1
         self.metrics.tm_exact.inc()
@@ -646,7 +656,8 @@ class TranslationService:
                                key_id: str | None) -> bool:
         """Whether one sentence of a (plain) segment of several is an exact match in the TM."""
         pieces = split_text(segment, source, self.settings.segment_max_chars)
-        return any(memory.exact(p.text, source, target, owner=key_id) is not None for p in pieces if p.translate)
+        return any(self._stored_translation(memory, p.text, source, target, key_id) is not None
+                   for p in pieces if p.translate)
 
     @staticmethod
     def _marked(segment: str, fmt: str) -> str | None:
