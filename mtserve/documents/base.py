@@ -56,6 +56,9 @@ class Document:
     # The segments are marked (mtserve.text.markup): numbered inline tags such as <b1>..</b1>
     # stand for formatting, links or code, and the translation must keep them.
     markup: bool = False
+    # Indexes of the segments whose translation is a stored translation-memory entry, served as stored
+    # (the runner sets it before rendering): a CAT-tool format says so in the target's state.
+    from_memory: frozenset[int] = frozenset()
 
     def render(self, translations: list[str], target: str) -> Output:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -24,7 +24,7 @@ from typing import Callable
 from mtserve.documents.base import Document, Output, keep_edges, protected_split
 from mtserve.documents.registry import default_context
 from mtserve.service.scheduler import DeadlineExceeded, Priority, QueueFull
-from mtserve.service.translator import Guidance, TranslationService
+from mtserve.service.translator import Guidance, Translation, TranslationService
 from mtserve.text.detect import Detection
 from mtserve.text.punctuation import has_words
 
@@ -69,34 +69,44 @@ async def translate_document(
     size = max(1, chunk_size)
     chunks = [segments[i:i + size] for i in range(0, total, size)]
     translations: list[str] = []
+    stored: list[bool] = []
     done = 0
     if on_progress is not None:
         on_progress(0, total)
     for chunk in chunks:
-        translations += await _chunk(service, chunk, source, target, glossary, document,
-                                     "markup" if document.markup else "text", guidance)
+        outputs, from_memory = await _chunk(service, chunk, source, target, glossary, document,
+                                            "markup" if document.markup else "text", guidance)
+        translations += outputs
+        stored += from_memory
         done += len(chunk)
         if on_progress is not None:
             on_progress(done, total)
+    document.from_memory = frozenset(i for i, s in enumerate(stored) if s)
+    if document.from_memory:
+        notes.append(f"{len(document.from_memory)} of {total} segments are translations stored in the "
+                     "translation memory, used as stored.")
     output = await document.render_async(translations, target)
     return DocumentResult(output, source, detected, notes + [n for n in document.notes if n not in notes])
 
 
 async def _chunk(service: TranslationService, texts: list[str], source: str, target: str,
                  glossary: dict[str, str] | None, document: Document, fmt: str = "text",
-                 guidance: Guidance | None = None) -> list[str]:
+                 guidance: Guidance | None = None) -> tuple[list[str], list[bool]]:
+    """The chunk's translations, and for each whether it is a TM entry served as stored."""
     unique = list(dict.fromkeys(texts))  # a repeated segment is translated once
-    outputs = await _translate(service, unique, source, target, glossary, fmt, guidance)
+    results = await _translate(service, unique, source, target, glossary, fmt, guidance)
+    outputs = [r.text for r in results]
     if document.placeholders is not None:
         outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, document,
                                            guidance)
-    translated = dict(zip(unique, outputs))
-    return [translated[text] for text in texts]
+    # a stored translation the placeholder check had to redo is the engine's now
+    translated = {text: (out, r.from_memory and out == r.text) for text, out, r in zip(unique, outputs, results)}
+    return [translated[text][0] for text in texts], [translated[text][1] for text in texts]
 
 
 async def _translate(service: TranslationService, texts: list[str], source: str, target: str,
                      glossary: dict[str, str] | None, fmt: str = "text",
-                     guidance: Guidance | None = None) -> list[str]:
+                     guidance: Guidance | None = None) -> list[Translation]:
     if not texts:
         return []
     timeout_s = service.settings.request_timeout_s * 4
@@ -106,7 +116,7 @@ async def _translate(service: TranslationService, texts: list[str], source: str,
             results = await service.translate(texts, source, target, fmt, timeout_s=timeout_s,
                                               priority=Priority.BACKGROUND, glossary=glossary,
                                               guidance=guidance)
-            return [r.text for r in results]
+            return results
         except QueueFull as exc:  # the API is busy: wait for room rather than fail the document
             await asyncio.sleep(min(float(exc.retry_after_s), QUEUE_FULL_WAIT_MAX_S))
         except DeadlineExceeded:
@@ -133,7 +143,8 @@ async def _keep_placeholders(service: TranslationService, texts: list[str], outp
         slots = [k for k, p in enumerate(pieces) if p.translate and has_words(p.text)]
         plans.append((i, pieces, slots))
         fragments += [pieces[k].text.strip() for k in slots]
-    translated = iter(await _translate(service, fragments, source, target, glossary, guidance=guidance))
+    translated = iter([r.text for r in await _translate(service, fragments, source, target, glossary,
+                                                        guidance=guidance)])
     fixed = list(outputs)
     for i, pieces, slots in plans:
         parts = [p.text for p in pieces]

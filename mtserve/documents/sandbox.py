@@ -76,6 +76,7 @@ class _Request:
     translations: tuple[str, ...] = ()
     target: str = ""  # for "read": the target it is for (a file may refuse one: check_target)
     options: ReadOptions = field(default_factory=ReadOptions)
+    from_memory: frozenset[int] = frozenset()  # for "render": Document.from_memory
 
 
 # --- the worker process ------------------------------------------------------------------------------
@@ -185,6 +186,7 @@ def _run(request: _Request):
                 document.markup, document.kept_check())
     from mtserve.documents.limits import within
 
+    document.from_memory = request.from_memory
     with within(request.limits):
         output = document.render(list(request.translations), request.target)
     return output, document.notes
@@ -367,7 +369,7 @@ class SandboxedDocument(Document):
         budget = dataclasses.replace(request.budget, cpu_s=request.budget.cpu_s * RENDER_FACTOR,
                                      timeout_s=request.budget.timeout_s * RENDER_FACTOR)
         return _Request("render", request.filename, request.data, request.formats, request.limits,
-                        budget, tuple(translations), target, request.options)
+                        budget, tuple(translations), target, request.options, self.from_memory)
 
     def _rendered(self, reply: tuple, request: _Request) -> Output:
         output, notes = _answer(reply, request)

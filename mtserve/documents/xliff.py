@@ -15,7 +15,9 @@ that already holds a translation: a CAT tool's target is the translator's.
 
 State, as the specifications define it: a machine translation is not yet
 reviewed, so XLIFF 1.2 targets get ``state="needs-review-translation"`` with
-``state-qualifier="mt-suggestion"``, and 2.x segments ``state="translated"``
+``state-qualifier="mt-suggestion"``; a unit served whole from the translation
+memory (an exact match, as stored) gets ``state="translated"`` with
+``state-qualifier="exact-match"``. 2.x segments get ``state="translated"``
 (2.x has no finer state for MT; ``reviewed`` and ``final`` are for people).
 The target language is set (1.2: ``target-language`` on every ``file``; 2.x:
 ``trgLang`` on the root).
@@ -270,10 +272,11 @@ class XliffDocument(Document):
     def render(self, translations: list[str], target: str) -> Output:
         self.check(translations)
         root = self.tree.getroot()
-        for unit, translation in zip(self.units, translations):
+        for index, (unit, translation) in enumerate(zip(self.units, translations)):
             text = keep_edges(unit.codes.text, translation)
+            stored = index in self.from_memory
             if not tokens_kept(unit.codes, text):
-                text = unit.codes.text  # never a broken target: the source's content, codes intact
+                text, stored = unit.codes.text, False  # never a broken target: the source's content, codes intact
             element = unit.target
             if element is None:  # made inside the unit so it takes the file's namespace prefix, then moved
                 tag = f"{{{etree.QName(unit.source).namespace}}}target"
@@ -287,8 +290,9 @@ class XliffDocument(Document):
                 unit.target = element
             decode(unit.codes, text, element)
             if self.version == 1:
-                element.set("state", "needs-review-translation")
-                element.set("state-qualifier", "mt-suggestion")
+                # a translation from the TM, as stored, is a person's earlier translation of the same text
+                element.set("state", "translated" if stored else "needs-review-translation")
+                element.set("state-qualifier", "exact-match" if stored else "mt-suggestion")
                 if element.get(XML_LANG) is not None:
                     element.set(XML_LANG, target)
             elif unit.state_holder is not None:
@@ -394,7 +398,8 @@ def read_xliff(data: bytes) -> XliffDocument:
     if namespace == NS12:
         units = _units_12(root)
         notes = [kept, ("Units with no target (or an empty one, or in state new/needs-translation) are "
-                        "translated and get state needs-review-translation (state-qualifier mt-suggestion); "
+                        "translated and get state needs-review-translation (state-qualifier mt-suggestion), or "
+                        "translated (exact-match) where the translation memory holds the unit's text; "
                         "existing targets, approved, final, signed-off and translate=\"no\" units are kept."),
                  "target-language is set on every <file>."]
         return XliffDocument(tree, 1, units, notes, _declaration(data))

@@ -144,6 +144,15 @@ class Translation:
     source: str
     detected: Detection | None = None
     alternatives: list[str] = field(default_factory=list)
+    # Every part of it with words is a translation stored in the TM, served as stored (no engine, no
+    # cache): a CAT-tool file marks such a target as an exact match, not as machine translation.
+    from_memory: bool = False
+
+
+@dataclass
+class _Translated:
+    text: str
+    from_memory: bool = False
 
 
 @dataclass
@@ -177,6 +186,7 @@ class _Segment:
     tm: bool = True
     one_by_one: bool = False  # a sentence of it is in the translation memory: it goes sentence by sentence
     guidance: Guidance = NO_GUIDANCE  # the request's context, instructions and formality, for the same
+    origin: str = "engine"  # where its output comes from: "engine", "cache", "memory", or "passthrough"
 
 
 @dataclass
@@ -539,7 +549,8 @@ class TranslationService:
                                     key_id=key_id, tm=tm, guidance=guidance)
                 for text, (src, _) in zip(texts, resolved)
             ]
-            outputs = await asyncio.gather(*jobs)
+            translated = await asyncio.gather(*jobs)
+            outputs = [t.text for t in translated]
             alt_lists: list[list[str]] = [[] for _ in texts]
             if alternatives > 0 and fmt == "text":
                 alt_lists = list(
@@ -552,8 +563,8 @@ class TranslationService:
                     )
                 )
         return [
-            Translation(text=out, source=src, detected=det, alternatives=alts)
-            for out, (src, det), alts in zip(outputs, resolved, alt_lists)
+            Translation(text=t.text, source=src, detected=det, alternatives=alts, from_memory=t.from_memory)
+            for t, (src, det), alts in zip(translated, resolved, alt_lists)
         ]
 
     @staticmethod
@@ -588,7 +599,7 @@ class TranslationService:
             item = _Segment(gap, source=source, entries=entries, guidance=guidance)
             segments.append(item)
             if not has_words(markup.strip_tags(segment) if fmt != "text" else segment):
-                item.output = passthrough(segment, target)
+                item.output, item.origin = passthrough(segment, target), "passthrough"
                 continue
             item.marked = self._marked(segment, fmt)
             item.terms = matching_entries(entries, markup.strip_tags(segment) if item.marked else segment)
@@ -602,6 +613,7 @@ class TranslationService:
                 exact, examples = self._from_memory(memory, segment, source, target, key_id)
                 if exact is not None:  # served as stored: never cached, no engine call
                     item.output = self._to_target_script(exact, target, {}) if target in CHINESE else exact
+                    item.origin = "memory"
                     usage.tm_segments += 1
                     self.metrics.tm_exact.inc()
                     continue
@@ -615,7 +627,7 @@ class TranslationService:
                             guidance)
             cached = self.cache.get(key) if temperature == 0 else None
             if cached is not None:
-                item.output = cached
+                item.output, item.origin = cached, "cache"
                 usage.cached_segments += 1
                 self.metrics.cache_hits.inc()
                 continue
@@ -647,6 +659,7 @@ class TranslationService:
         lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
         item = _Segment(lead, source=source, entries=entries)
         item.output = self._to_target_script(stored, target, {}) if target in CHINESE else stored
+        item.origin = "memory"
         usage.segments += 1
         usage.tm_segments += 1
         self.metrics.tm_exact.inc()
@@ -678,7 +691,7 @@ class TranslationService:
             output = clean_translation(outcome.result.text, item.request.text)
             problem = guardrails.dropped_sentence(item.sentences, markup.strip_tags(output), target)
             if problem is not None:
-                item.output = await self._one_by_one(ticket, item, problem, usage, target)
+                item.output = (await self._one_by_one(ticket, item, problem, usage, target)).text
                 if item.key is not None:
                     self.cache.put(item.key, item.output)
                 return item.output
@@ -691,11 +704,12 @@ class TranslationService:
         return item.output
 
     async def _split(self, ticket: Ticket, item: _Segment, usage: Usage, target: str) -> str:
-        item.output = await self._one_by_one(ticket, item, None, usage, target)
+        translated = await self._one_by_one(ticket, item, None, usage, target)
+        item.output, item.origin = translated.text, "memory" if translated.from_memory else "engine"
         return item.output
 
     async def _one_by_one(self, ticket: Ticket, item: _Segment, problem: guardrails.Problem | None,
-                          usage: Usage, target: str) -> str:
+                          usage: Usage, target: str) -> _Translated:
         """The fallback for a segment of several sentences whose translation dropped one (or one of
         whose sentences is in the TM: ``problem`` None): the segment planned again with no budget,
         so each sentence goes to the engine on its own (and through the cache, the TM, the markup
@@ -824,10 +838,10 @@ class TranslationService:
         tags: TagHandling | None = None, key_id: str | None = None, tm: bool = True,
         budget: int | None = None,
         guidance: Guidance = NO_GUIDANCE,
-    ) -> str:
+    ) -> _Translated:
         shortcut = await _off_loop(len(text), self._shortcut, text, source, target)
         if shortcut is not None:
-            return shortcut[0]
+            return _Translated(shortcut[0])
         planned = Usage()  # counted apart: several texts of one request may be planned at once
         plan, segments = await _off_loop(self._planning_cost(text, source, target, tm), self._prepare, text,
                                          source, target, fmt, planned, glossary,
@@ -839,7 +853,9 @@ class TranslationService:
             self._complete(ticket, item, outcome, usage, target, guard=temperature == 0)
             for item, outcome in zip(pending, outcomes)
         ], *[self._split(ticket, item, usage, target) for item in segments if item.one_by_one])
-        return await _off_loop(len(text), plan.assemble, [item.output or "" for item in segments])
+        output = await _off_loop(len(text), plan.assemble, [item.output or "" for item in segments])
+        origins = {item.origin for item in segments}
+        return _Translated(output, from_memory="memory" in origins and origins <= {"memory", "passthrough"})
 
     async def _alternatives(
         self, ticket: Ticket, text: str, source: str, target: str, count: int, best: str, usage: Usage,
@@ -869,7 +885,7 @@ class TranslationService:
                                     glossary=glossary, guidance=guidance)
                 for seed in seeds
             ])
-            for candidate in candidates:
+            for candidate in (c.text for c in candidates):
                 key = guardrails._normal(candidate)
                 if not key or key in seen or len(distinct) >= count:
                     continue

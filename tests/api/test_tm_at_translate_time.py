@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import httpx
 
@@ -121,3 +122,47 @@ def test_strings_with_placeholders_are_matched_and_get_examples_like_plain_text(
         tagged = httpx.post(f"{url}/translate", json={"q": "<b>无法打开文件</b> %s。", "source": "zh", "target": "en",
                                                        "format": "html"}, timeout=30)
         assert tagged.status_code == 200 and "translationMemory" not in tagged.json()  # inline tags: no lookup
+
+
+XLIFF_WITH_A_STORED_UNIT = '''<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file original="ui" source-language="zh-CN" datatype="plaintext">
+    <body>
+      <trans-unit id="save"><source>保存您的更改</source></trans-unit>
+      <trans-unit id="open"><source>请打开设置页面</source></trans-unit>
+    </body>
+  </file>
+</xliff>
+'''
+
+
+def test_an_xliff_unit_served_from_the_memory_is_marked_an_exact_match_not_machine_translation(tmp_path):
+    """A CAT tool reads the target's state: a stored translation is a person's, a machine's needs review."""
+    from lxml import etree
+
+    home = tmp_path / "home"
+    import_po(home, tmp_path)
+    engine = ScriptedEngine(lambda request: "Engine translation")
+    with serve(engine, home=home) as url:
+        job = httpx.post(f"{url}/jobs", data={"source": "zh", "target": "en"},
+                         files={"file": ("ui.xlf", XLIFF_WITH_A_STORED_UNIT.encode())}, timeout=30)
+        assert job.status_code in (200, 202), job.text
+        status = job.json()
+        for _ in range(200):
+            status = httpx.get(f"{url}/jobs/{status['id']}", timeout=30).json()
+            if status["status"] in ("done", "failed"):
+                break
+            time.sleep(0.05)
+        assert status["status"] == "done", status
+        assert "1 of 2 segments are translations stored in the translation memory, used as stored." in status["notes"]
+        download = httpx.get(status["translatedFileUrl"], timeout=30)
+        assert download.status_code == 200, download.text
+    ns = "{urn:oasis:names:tc:xliff:document:1.2}"
+    targets = {unit.get("id"): unit.find(f"{ns}target") for unit in etree.fromstring(download.content).iter(
+        f"{ns}trans-unit")}
+    assert targets["save"].text == "Save your changes"
+    assert (targets["save"].get("state"), targets["save"].get("state-qualifier")) == ("translated", "exact-match")
+    assert targets["open"].text == "Engine translation"
+    assert (targets["open"].get("state"), targets["open"].get("state-qualifier")) == (
+        "needs-review-translation", "mt-suggestion")
+    assert [c.text for c in engine.calls] == ["请打开设置页面"]
