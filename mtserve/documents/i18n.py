@@ -196,6 +196,8 @@ class PoDocument(Document):
             if len(entry.msgid) + len(entry.msgid_plural or "") > _WRAP_AT_MOST:
                 _unwrapped(entry)
         text = str(self.catalog)
+        if not self.catalog.header and text.startswith("#\n") and not self.decoded.text.startswith("#"):
+            text = text[2:]  # polib writes an empty header comment as a lone "#" line the file never had
         try:
             check = parse_po_text(text)
         except (OSError, ValueError) as exc:  # never expected: the catalog was written by polib

@@ -158,6 +158,14 @@ def test_po_translates_msgstr_and_keeps_ids_and_placeholders():
     assert "注释保留" in out.data.decode()
 
 
+def test_po_without_a_header_comment_gets_none():
+    catalog = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n\nmsgid "保存"\nmsgstr ""\n'
+    _, out = translate("bare.po", catalog.encode())
+    assert out.data.decode().startswith('msgid ""\n')
+    _, out = translate("commented.po", ("# 注释\n" + catalog).encode())
+    assert out.data.decode().startswith("# 注释\nmsgid")
+
+
 def test_json_translates_values_and_keeps_keys():
     _, out = translate("strings.json", samples.JSON_I18N.encode())
     source = json.loads(samples.JSON_I18N)
