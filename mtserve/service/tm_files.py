@@ -87,11 +87,15 @@ def _text(data: bytes, what: str) -> str:
         raise TMError(f"the {what} file is not UTF-8 text; save it as UTF-8") from None
 
 
+# how to name a pair, for a file that does not: the CLI and the HTTP API read the same files
+PAIR_HINT = "--source zh --target en on the command line, the source and target fields of POST /tm/import"
+
+
 # --- TSV -------------------------------------------------------------------------------------
 def read_tsv(data: bytes, source: str | None, target: str | None) -> TMFile:
     if not source or not target:
         raise TMError("a .tsv file does not say its languages: give the source and target languages "
-                      "(--source zh --target en)")
+                      f"({PAIR_HINT})")
     found = TMFile(source, target)
     for line in _text(data, ".tsv").splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
@@ -133,7 +137,7 @@ def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:
     elif msgstr_lang and not source and not target:
         source, target, reverse = msgid_lang, msgstr_lang, False
     else:
-        raise TMError("give both the source and target languages (--source zh --target en) for this .po file"
+        raise TMError(f"give both the source and target languages ({PAIR_HINT}) for this .po file"
                       + ("" if msgstr_lang else "; its header has no Language"))
     found = TMFile(source, target)
     for entry in catalog:
@@ -201,12 +205,16 @@ def read_tmx(data: bytes, source: str | None, target: str | None) -> TMFile:
     declared = header.get("srclang", "") if header is not None else ""
     if not source and declared and declared.lower() != "*all*":
         source = language_code(declared, "the header's srclang")
+    if not source:  # a header of "*all*" (mtserve's own export): the srclang every unit gives, if one
+        unit_sources = {unit.get("srclang") for unit in units}
+        if len(unit_sources) == 1 and (only := unit_sources.pop()) and only.lower() != "*all*":
+            source = language_code(only, "the units' srclang")
     others = [code for code in languages if code != source]
     if not target and len(others) == 1:
         target = others[0]
     if not source or not target:
         raise TMError(f"the .tmx file holds {', '.join(languages) or 'no languages'}: say which pair to import "
-                      "(--source zh --target en)")
+                      f"({PAIR_HINT})")
     found = TMFile(source, target)
     for unit in units:
         segs: dict[str, str | None] = {}
@@ -310,7 +318,7 @@ def read_xliff(data: bytes, source: str | None, target: str | None) -> TMFile:
         target = file_target if file_source == source else file_source if file_target == source else None
     if not source or not target:
         raise TMError("the XLIFF file does not say its languages: give the source and target languages "
-                      "(--source zh --target en)")
+                      f"({PAIR_HINT})")
     found = TMFile(source, target)
     for file_source, file_target, units in files:
         pair = (file_source or source, file_target or target)

@@ -413,6 +413,10 @@ def test_tmx_export_reimports_to_the_same_pairs(tm):
     assert b'xml:lang="zh-TW"' in traditional
     assert read_tm(traditional, "tmx").pairs == [("打開檔案", "Open file")]
     assert read_tm(traditional, "tmx").source_lang == "zt"
+    # `mtserve tm export` without a pair writes srclang="*all*"; each unit's own srclang names the source
+    every, _ = write_tmx(tm.entries("zh", "en"))
+    assert b'srclang="*all*"' in every
+    assert (read_tm(every, "tmx").source_lang, read_tm(every, "tmx").target_lang) == ("zh", "en")
 
 
 def test_formats_by_name():
