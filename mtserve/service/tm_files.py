@@ -77,7 +77,11 @@ def read_tm(data: bytes, fmt: str, source_lang: str | None = None, target_lang: 
     target = language_code(target_lang, "target language") if target_lang else None
     if source and source == target:
         raise TMError(f"the source and target languages are both {source!r}; give two different languages")
-    return reader(data, source, target)
+    found = reader(data, source, target)
+    if found.source_lang == found.target_lang:  # a .po whose Language is its msgids' own (English)
+        raise TMError(f"the file pairs {found.source_lang!r} with itself; give the source and target languages "
+                      f"({PAIR_HINT})")
+    return found
 
 
 def _text(data: bytes, what: str) -> str:

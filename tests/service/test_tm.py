@@ -385,6 +385,13 @@ def test_tmx_import_reads_tu_tuv_seg_keeps_hi_and_skips_inline_codes():
     assert reverse.pairs[0] == ("打开", "Open")
 
 
+def test_a_po_whose_language_is_its_msgids_own_is_refused_not_imported_as_a_pair_of_one_language():
+    catalog = 'msgid ""\nmsgstr ""\n"Language: en\\n"\n\nmsgid "保存设置"\nmsgstr "Save settings"\n'
+    with pytest.raises(TMError, match="pairs 'en' with itself"):
+        read_tm(catalog.encode(), "po")
+    assert read_tm(catalog.encode(), "po", "zh", "en").pairs == [("保存设置", "Save settings")]
+
+
 def test_tmx_entities_are_not_resolved_and_bad_xml_is_refused(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("SECRET", encoding="utf-8")
