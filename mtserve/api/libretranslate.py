@@ -253,7 +253,10 @@ async def _stream(request: Request, fields: dict[str, Any]):
     def render(event: StreamEvent) -> list[dict[str, str]]:
         if event.kind == "segment":  # the OpenAI stream's granularity; not part of this protocol
             return []
-        return [{"event": event.kind, "data": json.dumps(event.data, ensure_ascii=False)}]
+        data = event.data
+        if event.kind == "done" and usage.tm_segments:  # as /translate says it
+            data = {**data, "translationMemory": {"segments": usage.tm_segments}}
+        return [{"event": event.kind, "data": json.dumps(data, ensure_ascii=False)}]
 
     def failed(message: str) -> dict[str, str]:
         return {"event": "error", "data": json.dumps({"error": message}, ensure_ascii=False)}

@@ -149,6 +149,25 @@ def test_the_context_is_sent_kept_in_the_url_and_retranslates(page, ui_server):
     assert len(bodies) > sent and bodies[-1]["context"] == "A menu item"
 
 
+def test_a_translation_from_the_memory_says_so(page, tmp_path):
+    """The status line tells a translator that the answer is their stored translation, not the engine's."""
+    from mtserve.service.tm import TranslationMemory
+    from tests.fakes import FakeEngine
+    from tests.servers import serve
+
+    TranslationMemory(tmp_path / "tm.sqlite3").add([("保存您的更改", "Save your changes")], "zh", "en")
+    with serve(FakeEngine(slots=1), home=tmp_path) as url:
+        open_ui(page, url, "?source=zh&target=en")
+        page.fill("#source-text", "保存您的更改")
+        page.wait_for_function(TRANSLATION_FINISHED)
+        assert page.text_content("#target-text").strip() == "Save your changes"
+        assert page.text_content("#status").endswith(" · one segment from the translation memory")
+        page.fill("#source-text", "打开设置")  # the engine's: the status says nothing of the memory
+        page.wait_for_function("() => !document.querySelector('#status').textContent.includes('memory')"
+                               " && !document.querySelector('#status').classList.contains('busy')")
+        assert page.text_content("#status").startswith("Translated in ")
+
+
 def test_server_error_is_shown_then_cleared(page, ui_server):
     page.route("**/translate/stream", lambda route: route.fulfill(
         status=400, content_type="application/json", body=json.dumps({"error": "boom"})))

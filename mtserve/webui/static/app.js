@@ -396,7 +396,11 @@
       state.lastKey = key;
       clearError();
       const secs = (performance.now() - started) / 1000;
-      setStatus(`Translated in ${secs < 10 ? secs.toFixed(1) : Math.round(secs)} s`);
+      const stored = data.translationMemory ? data.translationMemory.segments : 0;
+      const memory = stored
+        ? ` · ${stored === 1 ? 'one segment' : `${numberFormat.format(stored)} segments`} from the translation memory`
+        : '';
+      setStatus(`Translated in ${secs < 10 ? secs.toFixed(1) : Math.round(secs)} s${memory}`);
     };
 
     els.targetText.classList.add('stale');
