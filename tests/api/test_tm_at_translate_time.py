@@ -130,6 +130,8 @@ XLIFF_WITH_A_STORED_UNIT = '''<?xml version="1.0" encoding="UTF-8"?>
     <body>
       <trans-unit id="save"><source>保存您的更改</source></trans-unit>
       <trans-unit id="open"><source>请打开设置页面</source></trans-unit>
+      <trans-unit id="both"><source>保存您的更改。关闭窗口。</source></trans-unit>
+      <trans-unit id="half"><source>保存您的更改。请打开设置页面。</source></trans-unit>
     </body>
   </file>
 </xliff>
@@ -140,8 +142,13 @@ def test_an_xliff_unit_served_from_the_memory_is_marked_an_exact_match_not_machi
     """A CAT tool reads the target's state: a stored translation is a person's, a machine's needs review."""
     from lxml import etree
 
+    from mtserve.service.tm import TranslationMemory
+
     home = tmp_path / "home"
     import_po(home, tmp_path)
+    # stored sentence by sentence: a unit made of two of them is the memory's too, one that is half not
+    TranslationMemory(home / "tm.sqlite3").add([("保存您的更改。", "Save your changes."),
+                                                ("关闭窗口。", "Close the window.")], "zh", "en")
     engine = ScriptedEngine(lambda request: "Engine translation")
     with serve(engine, home=home) as url:
         job = httpx.post(f"{url}/jobs", data={"source": "zh", "target": "en"},
@@ -154,7 +161,7 @@ def test_an_xliff_unit_served_from_the_memory_is_marked_an_exact_match_not_machi
                 break
             time.sleep(0.05)
         assert status["status"] == "done", status
-        assert "1 of 2 segments are translations stored in the translation memory, used as stored." in status["notes"]
+        assert "2 of 4 segments are translations stored in the translation memory, used as stored." in status["notes"]
         download = httpx.get(status["translatedFileUrl"], timeout=30)
         assert download.status_code == 200, download.text
     ns = "{urn:oasis:names:tc:xliff:document:1.2}"
@@ -165,4 +172,7 @@ def test_an_xliff_unit_served_from_the_memory_is_marked_an_exact_match_not_machi
     assert targets["open"].text == "Engine translation"
     assert (targets["open"].get("state"), targets["open"].get("state-qualifier")) == (
         "needs-review-translation", "mt-suggestion")
-    assert [c.text for c in engine.calls] == ["请打开设置页面"]
+    assert targets["both"].text == "Save your changes. Close the window."
+    assert (targets["both"].get("state"), targets["both"].get("state-qualifier")) == ("translated", "exact-match")
+    assert targets["half"].get("state-qualifier") == "mt-suggestion"  # one sentence is the engine's
+    assert sorted(c.text for c in engine.calls) == ["请打开设置页面", "请打开设置页面。"]
