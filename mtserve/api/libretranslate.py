@@ -221,9 +221,13 @@ async def translate(request: Request):
     if req.alternatives:
         alts = [r.alternatives for r in results]
         body["alternatives"] = alts[0] if single else alts
-    if usage.tm_segments:  # an extension: how many segments came from the translation memory as stored
-        body["translationMemory"] = {"segments": usage.tm_segments}
+    body.update(memory_use(usage))
     return JSONResponse(body, headers={"Server-Timing": server_timing(usage)})
+
+
+def memory_use(usage: Usage) -> dict[str, Any]:
+    """An extension of the answer: how many segments came from the translation memory as stored."""
+    return {"translationMemory": {"segments": usage.tm_segments}} if usage.tm_segments else {}
 
 
 def server_timing(usage: Usage) -> str:
@@ -253,9 +257,7 @@ async def _stream(request: Request, fields: dict[str, Any]):
     def render(event: StreamEvent) -> list[dict[str, str]]:
         if event.kind == "segment":  # the OpenAI stream's granularity; not part of this protocol
             return []
-        data = event.data
-        if event.kind == "done" and usage.tm_segments:  # as /translate says it
-            data = {**data, "translationMemory": {"segments": usage.tm_segments}}
+        data = {**event.data, **memory_use(usage)} if event.kind == "done" else event.data
         return [{"event": event.kind, "data": json.dumps(data, ensure_ascii=False)}]
 
     def failed(message: str) -> dict[str, str]:
