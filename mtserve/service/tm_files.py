@@ -67,6 +67,10 @@ def format_of(name: str, fmt: str | None = None) -> str:
     return fmt
 
 
+# how to name a pair, for a file that does not: the CLI and the HTTP API read the same files
+PAIR_HINT = "--source zh --target en on the command line, the source and target fields of POST /tm/import"
+
+
 def read_tm(data: bytes, fmt: str, source_lang: str | None = None, target_lang: str | None = None) -> TMFile:
     """Pairs from the bytes of a .tmx, .po or .tsv file; the languages given override the file's own."""
     reader = READERS.get(fmt)
@@ -89,10 +93,6 @@ def _text(data: bytes, what: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise TMError(f"the {what} file is not UTF-8 text; save it as UTF-8") from None
-
-
-# how to name a pair, for a file that does not: the CLI and the HTTP API read the same files
-PAIR_HINT = "--source zh --target en on the command line, the source and target fields of POST /tm/import"
 
 
 # --- TSV -------------------------------------------------------------------------------------
