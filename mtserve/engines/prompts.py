@@ -175,11 +175,27 @@ INFORMAL = "Address the reader informally ({informal})."
 GUIDED_TEXT = "Text to translate:\n{text}"  # the text's own label, for templates whose turn is the bare text
 
 
+_CONTEXT_MARKER = re.compile(r"<\s*/?\s*context\s*>", re.IGNORECASE)
+
+
+def unfenced(context: str) -> str:
+    """The context with every fence marker taken out, so none of it can close the fence early.
+
+    Removed until none is left: one pass over ``</con</context>text>`` would leave a ``</context>``
+    that its own removal put together.
+    """
+    while True:
+        stripped = _CONTEXT_MARKER.sub("", context)
+        if stripped == context:
+            return context
+        context = stripped
+
+
 def guidance_block(guidance: Guidance, target: str) -> str:
     """The context, instructions and formality of a request, as the prompt states them."""
     parts: list[str] = []
     if guidance.context.strip():
-        parts.append(CONTEXT_BLOCK.format(context=guidance.context.strip().replace("</context>", "")))
+        parts.append(CONTEXT_BLOCK.format(context=unfenced(guidance.context.strip())))
     lines = [f"- {' '.join(line.split())}" for line in guidance.instructions if line.strip()]
     registers = FORMAL_REGISTERS.get(target)
     if guidance.formality in ("more", "less") and registers:
