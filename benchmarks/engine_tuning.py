@@ -24,7 +24,7 @@ import time
 
 from mtserve.bench.stats import percentile
 from mtserve.bench.workloads import build_workload
-from mtserve.engines.base import TranslationRequest
+from mtserve.engines.base import EngineRequest
 from mtserve.engines.llamacpp import LlamaCppEngine
 from mtserve.models.store import ModelStore
 from mtserve.settings import Settings
@@ -67,7 +67,7 @@ def run(engine: LlamaCppEngine, texts: list[str], clients: int) -> dict:
                     return
                 text = queue.pop(0)
             t0 = time.perf_counter()
-            result = engine.translate(TranslationRequest(text, "zh", "en"))
+            result = engine.translate(EngineRequest(text, "zh", "en"))
             latency = time.perf_counter() - t0
             timings = engine.last_timings() or {}
             with lock:

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from mtserve.bench.targets import WrapperTarget  # noqa: E402
 from mtserve.bench.workloads import short_sentences  # noqa: E402
-from mtserve.engines.base import TranslationRequest  # noqa: E402
+from mtserve.engines.base import EngineRequest  # noqa: E402
 from mtserve.engines.factory import create_engine  # noqa: E402
 from mtserve.engines.llamacpp import LlamaCppEngine  # noqa: E402
 from mtserve.engines.prompts import script_grammar  # noqa: E402
@@ -68,7 +68,7 @@ def bodies(variant: str, texts: list[str], engine: LlamaCppEngine, max_output_to
             elif variant == "wrapper-filler":
                 body["messages"][0] = {"role": "system", "content": f"{body['messages'][0]['content']} {FILLER}"}
         else:
-            body = engine.build_request(TranslationRequest(text=text, source="zh", target="en"))
+            body = engine.build_request(EngineRequest(text=text, source="zh", target="en"))
             if variant == "no-grammar":
                 body.pop("grammar", None)
             elif variant == "no-examples":

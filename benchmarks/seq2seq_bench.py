@@ -110,7 +110,7 @@ def _current_rss_mb() -> float:
 def worker(
     conn: Any, variant: str, model_dir: str, threads: int, max_batch_size: int, max_queue_delay_ms: float
 ) -> None:
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
     from mtserve.engines.seq2seq import DecodeOptions
 
     engine_name, _, compute_type = VARIANTS[variant]
@@ -133,9 +133,9 @@ def worker(
     engine.load()
     texts = sentences(128)
 
-    def requests(n: int, offset: int = 0) -> list[TranslationRequest]:
+    def requests(n: int, offset: int = 0) -> list[EngineRequest]:
         return [
-            TranslationRequest(texts[(offset + i) % len(texts)], "zh", "en", max_tokens=NEW_TOKENS)
+            EngineRequest(texts[(offset + i) % len(texts)], "zh", "en", max_tokens=NEW_TOKENS)
             for i in range(n)
         ]
 

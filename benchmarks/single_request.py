@@ -48,17 +48,17 @@ def over_http(url: str, sentences: list[str]) -> list[float]:
 
 
 def raw_engine(model: str, sentences: list[str]) -> list[float]:
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
     from mtserve.engines.factory import create_engine
     from mtserve.settings import Settings
 
     engine = create_engine(Settings(model=model))
     engine.load()
-    engine.translate(TranslationRequest("预热。", "zh", "en"))
+    engine.translate(EngineRequest("预热。", "zh", "en"))
     latencies = []
     for text in sentences:
         t0 = time.perf_counter()
-        engine.translate(TranslationRequest(text, "zh", "en"))
+        engine.translate(EngineRequest(text, "zh", "en"))
         latencies.append(time.perf_counter() - t0)
     engine.close()
     return latencies

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mtserve.documents.registry import UI_STRINGS  # noqa: E402
-from mtserve.engines.base import Guidance, TranslationRequest  # noqa: E402
+from mtserve.engines.base import EngineRequest, Guidance  # noqa: E402
 from mtserve.engines.factory import create_engine  # noqa: E402
 from mtserve.eval.datasets import load_builtin  # noqa: E402
 from mtserve.service.tm import TranslationMemory  # noqa: E402
@@ -80,9 +80,9 @@ def main() -> int:
     for name, with_examples, guidance in (("neither", False, Guidance()), ("context line", False, context),
                                           ("examples", True, Guidance()), ("both", True, context)):
         rows = []
-        engine.translate(TranslationRequest("你好。", "zh", "en", guidance=guidance))  # untimed: the prefix
+        engine.translate(EngineRequest("你好。", "zh", "en", guidance=guidance))  # untimed: the prefix
         for text, examples in chosen:
-            engine.translate(TranslationRequest(text, "zh", "en", examples=examples if with_examples else (),
+            engine.translate(EngineRequest(text, "zh", "en", examples=examples if with_examples else (),
                                                 guidance=guidance))
             rows.append(engine.last_timings() or {})
         print(f"  {name:<13}" + means(rows))
@@ -101,7 +101,7 @@ def mixed(engine, chosen: list[tuple[str, tuple[tuple[str, str], ...]]], context
     wall time of the same strings sent with the memory and without it, in ``rounds`` rounds of new strings."""
     def translate(item: tuple[str, tuple[tuple[str, str], ...]]) -> tuple[bool, dict]:
         text, examples = item
-        engine.translate(TranslationRequest(text, "zh", "en", examples=examples, guidance=context))
+        engine.translate(EngineRequest(text, "zh", "en", examples=examples, guidance=context))
         return bool(examples), engine.last_timings() or {}  # this thread's own request
 
     # untimed: the shared prefix computed on every slot before the timed segments, each slot pinned (sent one

@@ -355,7 +355,7 @@ def calibration_feeds(
     set's; at most ``CALIBRATION_MAX_FEEDS`` in all, evenly spaced within each
     sentence's decoder steps.
     """
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
     from mtserve.engines.onnx import OnnxEngine
 
     engine = OnnxEngine(fp32_dir, threads=threads)
@@ -371,7 +371,7 @@ def calibration_feeds(
     try:
         for index, sentence in enumerate(sentences):
             engine.translate_batch(
-                [TranslationRequest(sentence, pair[0], pair[1], max_tokens=CALIBRATION_MAX_TOKENS)]
+                [EngineRequest(sentence, pair[0], pair[1], max_tokens=CALIBRATION_MAX_TOKENS)]
             )
             feeds, recorder.feeds = recorder.feeds, []
             stride = max(1, -(-len(feeds) // per_sentence))

@@ -17,7 +17,7 @@ from mtserve.engines.base import (
     EngineCancelled,
     EngineDead,
     EngineError,
-    TranslationRequest,
+    EngineRequest,
     TranslationResult,
     every_pair,
 )
@@ -44,7 +44,7 @@ class FakeEngine:
         self.load_delay_s = 0.0
         self._release = threading.Event()
         self.fail_on = fail_on
-        self.calls: list[TranslationRequest] = []
+        self.calls: list[EngineRequest] = []
         self.cancelled: list[str] = []
         self.loaded = False
         self._lock = threading.Lock()
@@ -67,10 +67,10 @@ class FakeEngine:
         self.loaded = False
 
     @staticmethod
-    def render(request: TranslationRequest) -> str:
+    def render(request: EngineRequest) -> str:
         return f"<{request.target}>{request.text}"
 
-    def translate(self, request: TranslationRequest, cancel: CancelToken | None = None,
+    def translate(self, request: EngineRequest, cancel: CancelToken | None = None,
                   on_delta: DeltaCallback | None = None) -> TranslationResult:
         with self._lock:
             self.calls.append(request)

@@ -47,7 +47,7 @@ def test_the_small_gguf_becomes_a_directory_the_vllm_engine_takes(model_path, tm
     import torch
     import transformers
 
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
     from mtserve.engines.vllm import VllmEngine, resolve_model
 
     report = convert(model_path, "hf", tmp_path / "qwen-hf")
@@ -66,7 +66,7 @@ def test_the_small_gguf_becomes_a_directory_the_vllm_engine_takes(model_path, tm
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(out))
     engine = VllmEngine(str(out), model_name=TEST_MODEL, family="qwen", languages=("zh", "en"),
                         tokenizer=tokenizer)
-    request = TranslationRequest("我喜欢猫。", "zh", "en")
+    request = EngineRequest("我喜欢猫。", "zh", "en")
     prompt = engine.render(request)
     assert prompt.count("<|im_start|>user") == 7 and prompt.endswith("<|im_start|>assistant\n")
 

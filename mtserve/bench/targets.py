@@ -255,7 +255,7 @@ class EngineTarget:
         return _segments(item.text, item.source, self.settings) or [item.text]
 
     def _translate_all(self, item: WorkItem, stream: bool) -> Reply:
-        from mtserve.engines.base import TranslationRequest
+        from mtserve.engines.base import EngineRequest
 
         started = time.perf_counter()
         first: list[float] = []
@@ -268,7 +268,7 @@ class EngineTarget:
         timings_known = hasattr(self.engine, "last_timings")
         outputs = []
         for piece in self._pieces(item):
-            result = self.engine.translate(TranslationRequest(piece, item.source, item.target),
+            result = self.engine.translate(EngineRequest(piece, item.source, item.target),
                                            on_delta=on_delta if stream else None)
             outputs.append(result.text)
             reply.generated_tokens += result.generated_tokens

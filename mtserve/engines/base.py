@@ -57,7 +57,9 @@ NO_GUIDANCE = Guidance()
 
 
 @dataclass(frozen=True)
-class TranslationRequest:
+class EngineRequest:
+    """One segment as an engine sees it: already planned, looked up and prompted-for by the service."""
+
     text: str
     source: str  # a language code; never "auto" at this layer
     target: str
@@ -157,7 +159,7 @@ class Engine(Protocol):
 
     def translate(
         self,
-        request: TranslationRequest,
+        request: EngineRequest,
         cancel: CancelToken | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> TranslationResult:
@@ -180,12 +182,12 @@ class BatchingEngine(Engine, Protocol):
     max_batch_size: int  # examples, or source tokens when batch_type == "tokens"
     batch_type: str  # "examples" | "tokens"
 
-    def batch_cost(self, request: TranslationRequest) -> int:
+    def batch_cost(self, request: EngineRequest) -> int:
         """What one request counts against ``max_batch_size`` (its source tokens in tokens mode)."""
 
     def translate_batch(
         self,
-        requests: list[TranslationRequest],
+        requests: list[EngineRequest],
         cancels: list[CancelToken | None] | None = None,
     ) -> list[TranslationResult]:
         """Translate the requests together; one result per request, in order."""

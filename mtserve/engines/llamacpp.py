@@ -31,9 +31,9 @@ from mtserve.engines.base import (
     DeltaCallback,
     EngineCancelled,
     EngineError,
+    EngineRequest,
     Guidance,
     PromptTooLong,
-    TranslationRequest,
     TranslationResult,
     default_max_tokens,
     every_pair,
@@ -104,9 +104,9 @@ def gpu_present() -> bool:
 
 
 def _warm_up_request(source: str, target: str, strict: bool = False,
-                     guidance: Guidance = NO_GUIDANCE) -> TranslationRequest:
+                     guidance: Guidance = NO_GUIDANCE) -> EngineRequest:
     """A one-token request whose prompt is the pair's fixed one: the text is a greeting."""
-    return TranslationRequest("你好。" if source in ("zh", "zt") else "Hello.", source, target, strict=strict,
+    return EngineRequest("你好。" if source in ("zh", "zt") else "Hello.", source, target, strict=strict,
                               max_tokens=1, guidance=guidance)
 
 
@@ -255,7 +255,7 @@ class LlamaCppEngine:
             list(pool.map(lambda slot: server.handle_chat_completions({**body, "id_slot": slot}, lambda _: False),
                           range(self.slots)))
 
-    def build_request(self, request: TranslationRequest) -> dict[str, Any]:
+    def build_request(self, request: EngineRequest) -> dict[str, Any]:
         if request.transfer is not None:
             return self._transfer_request(request)
         max_tokens = request.max_tokens or default_max_tokens(request.text, self._max_output_tokens)
@@ -289,7 +289,7 @@ class LlamaCppEngine:
             body["grammar"] = grammar  # every tag and placeholder, once, nested (and the script rules)
         return body
 
-    def _transfer_request(self, request: TranslationRequest) -> dict[str, Any]:
+    def _transfer_request(self, request: EngineRequest) -> dict[str, Any]:
         """The tags of ``request.text`` put into its translation ``request.transfer``, under a grammar
         that allows nothing but that translation and the tags."""
         assert request.transfer is not None
@@ -311,7 +311,7 @@ class LlamaCppEngine:
 
     def translate(
         self,
-        request: TranslationRequest,
+        request: EngineRequest,
         cancel: CancelToken | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> TranslationResult:
@@ -347,7 +347,7 @@ class LlamaCppEngine:
         finally:
             self._strict_turn.release()
 
-    def _generate(self, request: TranslationRequest, cancel: CancelToken | None,
+    def _generate(self, request: EngineRequest, cancel: CancelToken | None,
                   on_delta: DeltaCallback | None) -> TranslationResult:
         server = self._server
         if server is None:

@@ -34,7 +34,7 @@ from mtserve.engines.base import (
     CancelToken,
     DeltaCallback,
     EngineError,
-    TranslationRequest,
+    EngineRequest,
     TranslationResult,
     log_loaded,
 )
@@ -339,7 +339,7 @@ class EncodedRequest:
     """One request as ids, with where it sits in the caller's list."""
 
     index: int
-    request: TranslationRequest
+    request: EngineRequest
     source_ids: tuple[int, ...]
     prefix_ids: tuple[int, ...]  # decoder start token, then forced target-language tokens
     max_new_tokens: int
@@ -540,14 +540,14 @@ class Seq2SeqEngine:
             raise EngineError("engine is not loaded")
         return self.tokenizer
 
-    def batch_cost(self, request: TranslationRequest) -> int:
+    def batch_cost(self, request: EngineRequest) -> int:
         """What one request counts against ``max_batch_size``: 1, or its source tokens."""
         if self.batch_type == "examples":
             return 1
         return len(self._tokenizer().source_ids(request.text, request.source, request.target))
 
     def encode(
-        self, index: int, request: TranslationRequest, cancel: CancelToken | None = None
+        self, index: int, request: EngineRequest, cancel: CancelToken | None = None
     ) -> EncodedRequest:
         self.spec.check_pair(request.source, request.target)
         tok = self._tokenizer()
@@ -560,7 +560,7 @@ class Seq2SeqEngine:
 
     def translate(
         self,
-        request: TranslationRequest,
+        request: EngineRequest,
         cancel: CancelToken | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> TranslationResult:
@@ -572,7 +572,7 @@ class Seq2SeqEngine:
 
     def translate_batch(
         self,
-        requests: Sequence[TranslationRequest],
+        requests: Sequence[EngineRequest],
         cancels: Sequence[CancelToken | None] | None = None,
     ) -> list[TranslationResult]:
         """Translate requests together; results come back in the order of ``requests``.
@@ -596,7 +596,7 @@ class Seq2SeqEngine:
 
     def generate(
         self,
-        requests: Sequence[TranslationRequest],
+        requests: Sequence[EngineRequest],
         cancels: Sequence[CancelToken | None] | None = None,
     ) -> list[tuple[EncodedRequest, Generated]]:
         """Token ids for each request, in request order (what tests compare across engines).

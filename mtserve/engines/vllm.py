@@ -68,7 +68,7 @@ from mtserve.engines.base import (
     EngineCancelled,
     EngineDead,
     EngineError,
-    TranslationRequest,
+    EngineRequest,
     TranslationResult,
     default_max_tokens,
     every_pair,
@@ -116,7 +116,7 @@ class VllmConfigError(ValueError):
 
 # --- sampling ------------------------------------------------------------------------------
 def sampling_params_for(
-    request: TranslationRequest,
+    request: EngineRequest,
     *,
     max_tokens: int,
     mode: str = "greedy",
@@ -511,7 +511,7 @@ class VllmEngine:
         loop.stop()
 
     # --- prompts ----------------------------------------------------------------
-    def messages(self, request: TranslationRequest) -> Messages:
+    def messages(self, request: EngineRequest) -> Messages:
         if request.transfer is not None:  # the tags of text put into its translation
             return self.template.transfer_messages(request.text, request.transfer, request.source,
                                                    request.target)
@@ -520,7 +520,7 @@ class VllmEngine:
                                       markup=request.markup, retrieved=request.examples,
                                       guidance=request.guidance)
 
-    def render(self, request: TranslationRequest) -> str:
+    def render(self, request: EngineRequest) -> str:
         """The prompt text: the template's messages through the model's chat template."""
         tokenizer = self._tokenizer
         if tokenizer is None:
@@ -529,13 +529,13 @@ class VllmEngine:
             return tokenizer.apply_chat_template(self.messages(request), tokenize=False,
                                                  add_generation_prompt=True)
 
-    def encode(self, request: TranslationRequest) -> list[int]:
+    def encode(self, request: EngineRequest) -> list[int]:
         text = self.render(request)
         with self._tokenizer_lock:
             # the chat template already wrote any BOS and turn tokens
             return list(self._tokenizer.encode(text, add_special_tokens=False))
 
-    def sampling_for(self, request: TranslationRequest, prompt_tokens: int) -> dict[str, Any]:
+    def sampling_for(self, request: EngineRequest, prompt_tokens: int) -> dict[str, Any]:
         room = self.max_model_len - prompt_tokens
         if room < 1:
             raise EngineError(
@@ -550,7 +550,7 @@ class VllmEngine:
     # --- work -------------------------------------------------------------------
     def translate(
         self,
-        request: TranslationRequest,
+        request: EngineRequest,
         cancel: CancelToken | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> TranslationResult:

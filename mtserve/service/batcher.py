@@ -38,7 +38,7 @@ from mtserve.engines.base import (
     CancelToken,
     DeltaCallback,
     Engine,
-    TranslationRequest,
+    EngineRequest,
     TranslationResult,
 )
 from mtserve.service.job import Job
@@ -46,9 +46,9 @@ from mtserve.service.job import Job
 log = logging.getLogger(__name__)
 
 # requests, their cancel tokens, and (for an engine that streams) where each one's deltas go
-BatchCall = Callable[[list[TranslationRequest], list[CancelToken], list[DeltaCallback | None]],
+BatchCall = Callable[[list[EngineRequest], list[CancelToken], list[DeltaCallback | None]],
                      list[TranslationResult]]
-SegmentCall = Callable[[TranslationRequest, CancelToken, DeltaCallback | None], TranslationResult]
+SegmentCall = Callable[[EngineRequest, CancelToken, DeltaCallback | None], TranslationResult]
 Outcome = TranslationResult | BaseException
 
 
@@ -88,7 +88,7 @@ class DynamicBatcher:
         self,
         call: BatchCall,
         policy: BatchPolicy,
-        token_count: Callable[[TranslationRequest], int] | None = None,
+        token_count: Callable[[EngineRequest], int] | None = None,
         streams: bool = False,
     ):
         if policy.batch_type == "tokens" and token_count is None:
@@ -104,7 +104,7 @@ class DynamicBatcher:
     def one_at_a_time(cls, call: SegmentCall) -> "DynamicBatcher":
         """The policy of an engine that takes one segment per call and streams it: batches of 1."""
 
-        def single(requests: list[TranslationRequest], cancels: list[CancelToken],
+        def single(requests: list[EngineRequest], cancels: list[CancelToken],
                    deltas: list[DeltaCallback | None]) -> list[TranslationResult]:
             return [call(requests[0], cancels[0], deltas[0])]
 
@@ -211,7 +211,7 @@ def batcher_for(engine: Engine, max_queue_delay_ms: float) -> DynamicBatcher | N
         batch_type=engine.batch_type,
     )
 
-    def call(requests: list[TranslationRequest], cancels: list[CancelToken],
+    def call(requests: list[EngineRequest], cancels: list[CancelToken],
              deltas: list[DeltaCallback | None]) -> list[TranslationResult]:
         return engine.translate_batch(requests, cancels)  # a batch does not stream
 

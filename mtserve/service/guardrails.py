@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from mtserve.engines.base import TranslationRequest, _is_wide
+from mtserve.engines.base import EngineRequest, _is_wide
 from mtserve.service.glossary import term_in_output
 from mtserve.text.languages import language_name
 from mtserve.text.markup import AS_WRITTEN
@@ -299,7 +299,7 @@ def substitute_terms(text: str, glossary: Mapping[str, str]) -> str:
     return text
 
 
-def retry_request(request: TranslationRequest, problem: Problem) -> TranslationRequest:
+def retry_request(request: EngineRequest, problem: Problem) -> EngineRequest:
     """The one retry: the stricter prompt, greedy; a missed term is put into the source itself, and
     a context the model restated is left out.
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mtserve.engines.base import CancelToken, DeltaCallback, TranslationRequest, TranslationResult
+from mtserve.engines.base import CancelToken, DeltaCallback, EngineRequest, TranslationResult
 
 
 class Owner(Protocol):
@@ -33,7 +33,7 @@ class SegmentOutcome:
 
 @dataclass(eq=False)
 class Job:
-    request: TranslationRequest
+    request: EngineRequest
     ticket: Owner
     future: asyncio.Future
     on_delta: DeltaCallback | None

@@ -50,7 +50,7 @@ from mtserve.engines.base import (
     DeltaCallback,
     EngineCancelled,
     EngineDead,
-    TranslationRequest,
+    EngineRequest,
     TranslationResult,
 )
 from mtserve.service.batcher import DynamicBatcher, Outcome, SegmentCall, wait_any
@@ -94,7 +94,7 @@ class Ticket:
     closed: bool = False
     owed_turns: int = 0  # turns to let others take first: its last segment held several sentences
 
-    def submit(self, request: TranslationRequest, on_delta: DeltaCallback | None = None,
+    def submit(self, request: EngineRequest, on_delta: DeltaCallback | None = None,
                turns: int = 1) -> asyncio.Future:
         """Queue one segment; ``turns``: what it costs in the round robin (its sentences)."""
         return self.scheduler._enqueue(self, request, on_delta, turns)
@@ -222,7 +222,7 @@ class Scheduler:
             self._close(ticket, DeadlineExceeded("the request ended before this segment ran"))
 
     # --- internals -------------------------------------------------------------
-    def _enqueue(self, ticket: Ticket, request: TranslationRequest, on_delta: DeltaCallback | None,
+    def _enqueue(self, ticket: Ticket, request: EngineRequest, on_delta: DeltaCallback | None,
                  turns: int = 1) -> asyncio.Future:
         if ticket.closed:
             raise RuntimeError("ticket is closed")

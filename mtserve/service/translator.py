@@ -36,10 +36,10 @@ from typing import AsyncIterator, Callable
 from mtserve.engines.base import (  # PromptTooLong: also for the layers above, which see no engine
     NO_GUIDANCE,
     Engine,
+    EngineRequest,
     Guidance,
     ModelInfo,
     PromptTooLong,
-    TranslationRequest,
 )
 from mtserve.service import guardrails
 from mtserve.service.cache import CacheKey, TranslationCache
@@ -168,7 +168,7 @@ class _Segment:
 
     gap: str  # what a streaming preview shows before it
     output: str | None = None
-    request: TranslationRequest | None = None
+    request: EngineRequest | None = None
     terms: dict[str, str] = field(default_factory=dict)
     key: CacheKey | None = None  # where the result is cached; None when it must not be
     # Its tags and placeholders must come back: the segment as the caller sent it, else None.
@@ -438,7 +438,7 @@ class TranslationService:
     def _engine_request(self, segment: str, source: str, target: str, terms: dict[str, str],
                         temperature: float = 0.0, seed: int | None = None,
                         marked: bool = False, examples: tuple[tuple[str, str], ...] = (),
-                        guidance: Guidance = NO_GUIDANCE) -> TranslationRequest:
+                        guidance: Guidance = NO_GUIDANCE) -> EngineRequest:
         """What the engine sees: Chinese in Simplified script, whatever the caller sent or wants."""
         text = segment
         if source in CHINESE and (source == "zt" or chinese.is_traditional(segment)):
@@ -447,7 +447,7 @@ class TranslationService:
         if target == "zt":
             target = "zh"
             terms = {t: chinese.to_simplified(tr) for t, tr in terms.items()}
-        return TranslationRequest(text=text, source=source, target=target, temperature=temperature,
+        return EngineRequest(text=text, source=source, target=target, temperature=temperature,
                                   seed=seed, glossary=tuple(terms.items()), markup=marked, examples=examples,
                                   guidance=guidance)
 
@@ -468,7 +468,7 @@ class TranslationService:
         usage.queue_ms = max(usage.queue_ms, outcome.queue_ms)
         usage.engine_ms += outcome.engine_ms
 
-    async def _finish(self, ticket: Ticket, request: TranslationRequest, outcome, usage: Usage,
+    async def _finish(self, ticket: Ticket, request: EngineRequest, outcome, usage: Usage,
                       target: str, terms: dict[str, str], guard: bool = True) -> str:
         """Clean an engine result, retry once if the guardrails reject it, and convert the script."""
         cleaned = clean_translation(outcome.result.text, request.text)
@@ -497,7 +497,7 @@ class TranslationService:
         return self._to_target_script(cleaned, target, terms)
 
     @staticmethod
-    async def _retry(ticket: Ticket, request: TranslationRequest) -> SegmentOutcome | None:
+    async def _retry(ticket: Ticket, request: EngineRequest) -> SegmentOutcome | None:
         """The outcome of a retry, or None when its prompt does not fit a slot: the strict prompt's
         examples make it longer than the first attempt's (~630 tokens more), and a first answer that
         fitted is worth more than a failed segment."""

@@ -27,7 +27,7 @@ def test_on_this_machine_auto_resolves_to_what_ctranslate2_reports():
 
 def test_the_factory_passes_the_device_and_auto_loads_where_ctranslate2_can(seq2seq_models):
     ctranslate2 = pytest.importorskip("ctranslate2")
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
     from mtserve.engines.factory import EngineConfigError, create_engine
     from mtserve.settings import Settings
 
@@ -38,7 +38,7 @@ def test_the_factory_passes_the_device_and_auto_loads_where_ctranslate2_can(seq2
     try:
         expected = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
         assert engine.resolved_device == expected
-        [result] = engine.translate_batch([TranslationRequest("我是中国人。", "zh", "en")])
+        [result] = engine.translate_batch([EngineRequest("我是中国人。", "zh", "en")])
         assert result.text and result.generated_tokens > 0
     finally:
         engine.close()

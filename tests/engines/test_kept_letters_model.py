@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mtserve.engines.base import TranslationRequest
+from mtserve.engines.base import EngineRequest
 from mtserve.service.guardrails import check
 
 pytestmark = pytest.mark.model
@@ -32,14 +32,14 @@ def engine(model_path):
     "Flowers are everywhere.",  # everywhere都有花。
 ])
 def test_the_strict_retry_into_chinese_leaves_no_english_word(engine, text):
-    out = engine.translate(TranslationRequest(text, "en", "zh", strict=True)).text
+    out = engine.translate(EngineRequest(text, "en", "zh", strict=True)).text
     assert HAN.search(out), out
     assert check(text, out, "en", "zh") is None, out
 
 
 def test_the_strict_retry_into_chinese_may_keep_a_link_and_a_placeholder(engine):
     text = "Open https://example.com/docs and enter {name}."
-    out = engine.translate(TranslationRequest(text, "en", "zh", strict=True)).text
+    out = engine.translate(EngineRequest(text, "en", "zh", strict=True)).text
     assert HAN.search(out), out
     assert check(text, out, "en", "zh") is None, out
     assert "{name}" in out, out

@@ -141,14 +141,14 @@ class _ContextWindow:
 
 
 def test_a_guidance_too_long_for_the_context_is_cut_until_it_fits():
-    from mtserve.engines.base import Guidance, PromptTooLong, TranslationRequest
+    from mtserve.engines.base import EngineRequest, Guidance, PromptTooLong
 
     engine = _engine()
-    plain = TranslationRequest("提交", "zh", "en")
+    plain = EngineRequest("提交", "zh", "en")
     engine._server = server = _ContextWindow(limit=len("".join(
         m["content"] for m in engine.build_request(plain)["messages"])) + 400)
     context = "".join(chr(0x4E00 + i) for i in range(1000))  # 1,000 distinct characters: over by far
-    result = engine.translate(TranslationRequest("提交", "zh", "en", guidance=Guidance(context=context)))
+    result = engine.translate(EngineRequest("提交", "zh", "en", guidance=Guidance(context=context)))
     assert result.text == "Commit"
     assert len(server.prompts) >= 3  # refused, halved (500), refused, halved again... until it fit
     assert context[-100:] in server.prompts[-1]  # the end of the context, nearest the text, is kept
@@ -156,7 +156,7 @@ def test_a_guidance_too_long_for_the_context_is_cut_until_it_fits():
     assert len(server.prompts[-1]) <= server.limit
     server.limit = 10  # not even the bare segment fits: a clear error, which the API answers with 413
     with pytest.raises(PromptTooLong, match="MTSERVE_CTX_PER_SLOT"):
-        engine.translate(TranslationRequest("提交", "zh", "en", guidance=Guidance(context=context)))
+        engine.translate(EngineRequest("提交", "zh", "en", guidance=Guidance(context=context)))
     with pytest.raises(PromptTooLong):
         engine.translate(plain)
 

@@ -13,15 +13,15 @@ import threading
 import numpy as np
 import pytest
 
-from mtserve.engines.base import CancelToken, EngineError, TranslationRequest
+from mtserve.engines.base import CancelToken, EngineError, EngineRequest
 from tests.engines.helpers import AGREEMENT, FP32_ENGINES, INT8_ENGINES
 from tests.engines.tiny_models import SAMPLE_ZH
 
 FAMILY_REQUESTS = {
-    "marian": [TranslationRequest(t, "zh", "en") for t in SAMPLE_ZH],
+    "marian": [EngineRequest(t, "zh", "en") for t in SAMPLE_ZH],
     # NLLB and M2M100 take language tokens; one batch mixes three directions
-    "m2m100": [TranslationRequest(t, "zh", tgt) for t, tgt in zip(SAMPLE_ZH, ["en", "fr", "de"] * 4)]
-    + [TranslationRequest("Hot water is good.", "en", "zh")],
+    "m2m100": [EngineRequest(t, "zh", tgt) for t, tgt in zip(SAMPLE_ZH, ["en", "fr", "de"] * 4)]
+    + [EngineRequest("Hot water is good.", "en", "zh")],
 }
 FAMILY_REQUESTS["nllb"] = FAMILY_REQUESTS["m2m100"]
 BATCH_INVARIANT = (
@@ -125,10 +125,10 @@ def test_sampling_is_reproducible_by_seed(load_engine, name):
     text = SAMPLE_ZH[3]
 
     def sampled(seed: int) -> str:
-        [result] = engine.translate_batch([TranslationRequest(text, "zh", "en", temperature=0.8, seed=seed)])
+        [result] = engine.translate_batch([EngineRequest(text, "zh", "en", temperature=0.8, seed=seed)])
         return result.text
 
-    greedy = engine.translate_batch([TranslationRequest(text, "zh", "en")])[0].text
+    greedy = engine.translate_batch([EngineRequest(text, "zh", "en")])[0].text
     runs = {seed: sampled(seed) for seed in range(1, 7)}
     print(f"\n{name}: greedy {greedy!r}; sampled {runs}")
     assert sampled(1) == runs[1] and sampled(4) == runs[4]  # the same seed, the same output
@@ -222,7 +222,7 @@ def test_cancelling_mid_decode_stops_that_row_only(load_engine, name):
 
 def test_a_direction_the_model_does_not_translate_is_a_clear_error(load_engine):
     with pytest.raises(EngineError, match="translates zh -> en, not en -> zh"):
-        load_engine("onnx").translate(TranslationRequest("hello", "en", "zh"))
+        load_engine("onnx").translate(EngineRequest("hello", "en", "zh"))
 
 
 def test_token_budget_batches_are_cut_by_padded_size(load_engine):

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from mtserve.convert import ConversionError, Quantization, convert
-from mtserve.engines.base import TranslationRequest
+from mtserve.engines.base import EngineRequest
 from mtserve.engines.factory import EngineConfigError, create_engine
 from mtserve.engines.seq2seq import (
     MANIFEST,
@@ -242,7 +242,7 @@ def test_convert_then_translate_from_the_command_line(seq2seq_models, tmp_path, 
     lines = result.stdout.split("\n")
     assert len(lines) == 4 and lines[1] == ""
     reference = load_engine("ctranslate2").translate_batch(
-        [TranslationRequest(t, "zh", "en") for t in ("我是中国人。", "他们在学校学习。")]
+        [EngineRequest(t, "zh", "en") for t in ("我是中国人。", "他们在学校学习。")]
     )
     assert [lines[0], lines[2]] == [r.text for r in reference]
 
@@ -294,7 +294,7 @@ def test_serve_onnx_answers_translate_over_http(seq2seq_models, load_engine):
         assert "does not translate en -> zh" in wrong.json()["hint"]
         expected = [
             r.text
-            for r in load_engine("onnx").translate_batch([TranslationRequest(t, "zh", "en") for t in texts])
+            for r in load_engine("onnx").translate_batch([EngineRequest(t, "zh", "en") for t in texts])
         ]
         got = many.json()["translatedText"]
         assert len(got) == 3 and got[0] == one.json()["translatedText"]

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mtserve.engines.base import TranslationRequest
+from mtserve.engines.base import EngineRequest
 from mtserve.settings import Settings
 
 
@@ -27,7 +27,7 @@ def _llamacpp(model_path, n_parallel: int):
 
 def _tokens(engine, text: str, markup: bool = False, glossary=()) -> tuple[int, int]:
     """(tokens computed, tokens from a cache) of one request, as this thread made it."""
-    engine.translate(TranslationRequest(text, "zh", "en", markup=markup, max_tokens=4, glossary=glossary))
+    engine.translate(EngineRequest(text, "zh", "en", markup=markup, max_tokens=4, glossary=glossary))
     timings = engine.last_timings()
     return int(timings["prompt_n"]), int(timings["cache_n"])
 

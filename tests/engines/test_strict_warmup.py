@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from mtserve.engines.base import TranslationRequest
+from mtserve.engines.base import EngineRequest
 from mtserve.service.runtime import Runtime
 from mtserve.settings import Settings
 from tests.fakes import FakeEngine
@@ -27,14 +27,14 @@ def _llamacpp(model_path, n_parallel: int = 2, max_output_tokens: int = 32, **op
 
 def _strict_retry_tokens(engine, text: str = "一加一等于几？") -> tuple[int, int]:
     """(tokens computed, tokens from cache) of a strict retry of ``text``, as this thread made it."""
-    engine.translate(TranslationRequest(text, "zh", "en", strict=True))
+    engine.translate(EngineRequest(text, "zh", "en", strict=True))
     timings = engine.last_timings()
     return int(timings["prompt_n"]), int(timings["cache_n"])
 
 
 def _strict_prompt_tokens(engine) -> tuple[int, int]:
     """(tokens computed, tokens from cache) of a strict retry after a normal request."""
-    engine.translate(TranslationRequest("他显得很高兴。", "zh", "en"))
+    engine.translate(EngineRequest("他显得很高兴。", "zh", "en"))
     return _strict_retry_tokens(engine)
 
 
@@ -72,7 +72,7 @@ def test_the_warmed_strict_prompt_outlives_the_traffic_after_it(model_path):
     try:
         engine.warm_strict([("zh", "en")])
         with ThreadPoolExecutor(6) as pool:  # more callers than slots, as under load
-            list(pool.map(lambda text: engine.translate(TranslationRequest(text, "zh", "en", max_tokens=4)),
+            list(pool.map(lambda text: engine.translate(EngineRequest(text, "zh", "en", max_tokens=4)),
                           [a + b for a in subjects for b in endings]))
         computed, cached = _strict_retry_tokens(engine)
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mtserve.engines.base import CancelToken, EngineCancelled, EngineDead, EngineError, TranslationRequest
+from mtserve.engines.base import CancelToken, EngineCancelled, EngineDead, EngineError, EngineRequest
 from mtserve.engines.factory import EngineConfigError, create_engine, create_vllm_engine
 from mtserve.engines.prompts import TEMPLATES, template_for
 from mtserve.engines.vllm import (
@@ -43,7 +43,7 @@ TERMS = (("国际商业机器公司", "IBM"),)
 
 # --- sampling ------------------------------------------------------------------------------
 def test_greedy_is_the_default_and_every_knob_is_neutral():
-    params = sampling_params_for(TranslationRequest("我喜欢猫。", "zh", "en"), max_tokens=40)
+    params = sampling_params_for(EngineRequest("我喜欢猫。", "zh", "en"), max_tokens=40)
     assert params["temperature"] == 0.0 and params["seed"] is None
     assert params["max_tokens"] == 40
     # nothing left for vLLM (or a generation_config.json) to fill in
@@ -53,7 +53,7 @@ def test_greedy_is_the_default_and_every_knob_is_neutral():
 
 
 def test_a_sampled_request_keeps_its_temperature_and_seed_in_greedy_mode():
-    request = TranslationRequest("我喜欢猫。", "zh", "en", temperature=0.7, seed=3)
+    request = EngineRequest("我喜欢猫。", "zh", "en", temperature=0.7, seed=3)
     params = sampling_params_for(request, max_tokens=40)
     assert params["temperature"] == 0.7 and params["seed"] == 3
     for key, value in ALTERNATIVE_SAMPLING.items():  # llama.cpp's truncation, as its alternatives get
@@ -71,14 +71,14 @@ def test_registry_holds_hunyuan_recommended_sampling():
 
 def test_model_sampling_applies_only_when_asked_for():
     model = known_models()[HUNYUAN].sampling
-    request = TranslationRequest(ZH, "zh", "en")
+    request = EngineRequest(ZH, "zh", "en")
     greedy = sampling_params_for(request, max_tokens=64, model_sampling=model)
     assert greedy["temperature"] == 0.0 and greedy["top_k"] == 0  # mode greedy ignores the table
     sampled = sampling_params_for(request, max_tokens=64, mode="model", model_sampling=model)
     for key, value in model.items():
         assert sampled[key] == value
     # the request's own temperature and seed (alternatives) still win over the model's
-    alternative = TranslationRequest(ZH, "zh", "en", temperature=1.0, seed=5)
+    alternative = EngineRequest(ZH, "zh", "en", temperature=1.0, seed=5)
     params = sampling_params_for(alternative, max_tokens=64, mode="model", model_sampling=model)
     assert params["temperature"] == 1.0 and params["seed"] == 5
     assert params["top_k"] == model["top_k"] and params["repetition_penalty"] == model["repetition_penalty"]
@@ -90,7 +90,7 @@ def test_model_sampling_applies_only_when_asked_for():
 
 def test_the_strict_retry_is_greedy_and_keeps_cjk_out_of_english():
     model = known_models()[HUNYUAN].sampling
-    retry = TranslationRequest("他很高兴。", "zh", "en", strict=True)
+    retry = EngineRequest("他很高兴。", "zh", "en", strict=True)
     params = sampling_params_for(retry, max_tokens=32, mode="model", model_sampling=model)
     assert params["temperature"] == 0.0 and params["seed"] is None
     regex = params["structured_outputs"]["regex"]
@@ -100,7 +100,7 @@ def test_the_strict_retry_is_greedy_and_keeps_cjk_out_of_english():
     # with a term that must stay in CJK, nothing is constrained; into Chinese, English words are
     # (tests/quality/test_guardrails.py)
     assert strict_regex("zh", "en", (("北京", "北京"),)) is None
-    into_chinese = sampling_params_for(TranslationRequest("He is happy.", "en", "zh", strict=True), max_tokens=32)
+    into_chinese = sampling_params_for(EngineRequest("He is happy.", "en", "zh", strict=True), max_tokens=32)
     assert not re.fullmatch(into_chinese["structured_outputs"]["regex"], "他很 happy。")
 
 
@@ -140,7 +140,7 @@ def _turns(rendered: str) -> list[tuple[str, str]]:
 
 def test_prompts_are_rendered_by_the_models_own_chat_template(chat_tokenizer):
     engine = _engine("qwen", tokenizer=chat_tokenizer)
-    request = TranslationRequest("我喜欢猫。", "zh", "en")
+    request = EngineRequest("我喜欢猫。", "zh", "en")
     rendered = engine.render(request)
     messages = template_for("qwen").messages(request.text, "zh", "en")
     assert rendered == chat_tokenizer.apply_chat_template(messages, tokenize=False,
@@ -157,27 +157,27 @@ def test_prompts_are_rendered_by_the_models_own_chat_template(chat_tokenizer):
 
 def test_qwen_glossary_goes_into_the_texts_turn_and_strict_replaces_the_system_prompt(chat_tokenizer):
     engine = _engine("qwen", tokenizer=chat_tokenizer)
-    turns = _turns(engine.render(TranslationRequest(ZH, "zh", "en", glossary=TERMS)))
-    plain_turns = _turns(engine.render(TranslationRequest(ZH, "zh", "en")))
+    turns = _turns(engine.render(EngineRequest(ZH, "zh", "en", glossary=TERMS)))
+    plain_turns = _turns(engine.render(EngineRequest(ZH, "zh", "en")))
     assert turns[:-1] == plain_turns[:-1]  # the cached prefix is the same with or without terms
     assert turns[-1][0] == "user" and "国际商业机器公司 → IBM" in turns[-1][1] and turns[-1][1].endswith(ZH)
-    strict = _turns(engine.render(TranslationRequest(ZH, "zh", "en", strict=True)))[0][1]
-    plain = _turns(engine.render(TranslationRequest(ZH, "zh", "en")))[0][1]
+    strict = _turns(engine.render(EngineRequest(ZH, "zh", "en", strict=True)))[0][1]
+    plain = _turns(engine.render(EngineRequest(ZH, "zh", "en")))[0][1]
     assert strict != plain and "nothing else" in strict
 
 
 def test_hunyuan_families_use_their_model_card_prompts(chat_tokenizer):
     hunyuan = _engine("hunyuan-mt", tokenizer=chat_tokenizer)
-    turns = _turns(hunyuan.render(TranslationRequest(ZH, "zh", "en")))
+    turns = _turns(hunyuan.render(EngineRequest(ZH, "zh", "en")))
     assert [role for role, _ in turns] == ["user"]  # no system prompt, as the model card says
     assert turns[0][1].startswith("把下面的文本翻译成英语") and turns[0][1].endswith(ZH)
-    english = _turns(hunyuan.render(TranslationRequest("Bonjour.", "fr", "en")))[0][1]
+    english = _turns(hunyuan.render(EngineRequest("Bonjour.", "fr", "en")))[0][1]
     assert english.startswith("Translate the following segment into English")
-    strict = _turns(hunyuan.render(TranslationRequest(ZH, "zh", "en", strict=True)))[0][1]
+    strict = _turns(hunyuan.render(EngineRequest(ZH, "zh", "en", strict=True)))[0][1]
     assert "Output only the translation" in strict and strict.endswith(ZH)
 
     hy_mt = _engine("hy-mt1.5", tokenizer=chat_tokenizer)
-    [(role, user)] = _turns(hy_mt.render(TranslationRequest(ZH, "zh", "en", glossary=TERMS)))
+    [(role, user)] = _turns(hy_mt.render(EngineRequest(ZH, "zh", "en", glossary=TERMS)))
     assert role == "user" and user.startswith("参考下面的翻译：\n国际商业机器公司 翻译成 IBM")
     assert user.endswith(ZH)
 
@@ -402,11 +402,11 @@ def test_translate_streams_deltas_through_the_loop_thread():
             callers.add(threading.current_thread().name)
 
         text = "I like cats and dogs."
-        result = engine.translate(TranslationRequest(text, "en", "fr"), on_delta=on_delta)
+        result = engine.translate(EngineRequest(text, "en", "fr"), on_delta=on_delta)
         assert result.text == text.upper() == "".join(deltas)
         assert len(deltas) > 1  # streamed, not one final chunk
         assert result.generated_tokens == len(text) and result.finish_reason == "stop"
-        assert result.prompt_tokens == len(engine.encode(TranslationRequest(text, "en", "fr")))
+        assert result.prompt_tokens == len(engine.encode(EngineRequest(text, "en", "fr")))
         assert result.engine_ms > 0
         # vLLM ran on the engine's loop thread; the callback on the caller's
         assert fake.threads == {engine._loop.thread.name} and callers == {threading.current_thread().name}
@@ -421,7 +421,7 @@ def test_max_tokens_reaches_vllm_and_a_cut_output_reports_length():
     fake = FakeAsyncEngine()
     engine = _loaded(fake)
     try:
-        result = engine.translate(TranslationRequest("a long sentence to cut", "en", "fr", max_tokens=5))
+        result = engine.translate(EngineRequest("a long sentence to cut", "en", "fr", max_tokens=5))
         assert result.finish_reason == "length" and result.generated_tokens == 5
         assert result.text == "A LON"
         assert fake.requests[-1][1]["max_tokens"] == 5
@@ -442,7 +442,7 @@ def test_cancel_while_decoding_aborts_the_request_in_vllm():
 
         started = time.monotonic()
         with pytest.raises(EngineCancelled):
-            engine.translate(TranslationRequest("never finished", "en", "fr"), cancel=cancel,
+            engine.translate(EngineRequest("never finished", "en", "fr"), cancel=cancel,
                              on_delta=on_delta)
         assert time.monotonic() - started < 5
         assert deltas == ["NEV"]
@@ -459,11 +459,11 @@ def test_cancel_while_waiting_for_a_first_token_aborts_too():
         cancel = CancelToken()
         threading.Timer(0.2, cancel.cancel).start()
         with pytest.raises(EngineCancelled):
-            engine.translate(TranslationRequest("queued", "en", "fr"), cancel=cancel)
+            engine.translate(EngineRequest("queued", "en", "fr"), cancel=cancel)
         assert fake.aborted == [fake.requests[0][0]]
         # the engine still serves the next request
         fake.hold = None
-        assert engine.translate(TranslationRequest("next", "en", "fr")).text == "NEXT"
+        assert engine.translate(EngineRequest("next", "en", "fr")).text == "NEXT"
     finally:
         engine.close()
 
@@ -476,7 +476,7 @@ def test_many_callers_decode_at_once():
         results: dict[int, str] = {}
 
         def call(i: int) -> None:
-            results[i] = engine.translate(TranslationRequest(texts[i], "en", "fr")).text
+            results[i] = engine.translate(EngineRequest(texts[i], "en", "fr")).text
 
         threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
         for t in threads:
@@ -494,20 +494,20 @@ def test_engine_failures_map_to_engine_errors():
     dead = _loaded(FakeAsyncEngine(fail=EngineDeadError("engine core process exited")))
     try:
         with pytest.raises(EngineDead, match="engine core process exited"):
-            dead.translate(TranslationRequest("x", "en", "fr"))
+            dead.translate(EngineRequest("x", "en", "fr"))
     finally:
         dead.close()
     broken = _loaded(FakeAsyncEngine(fail=ValueError("bad prompt")))
     try:
         with pytest.raises(EngineError, match="bad prompt") as excinfo:
-            broken.translate(TranslationRequest("x", "en", "fr"))
+            broken.translate(EngineRequest("x", "en", "fr"))
         assert not isinstance(excinfo.value, EngineDead)
     finally:
         broken.close()
     aborted = _loaded(FakeAsyncEngine(finish_as="abort"))
     try:
         with pytest.raises(EngineError, match="aborted"):
-            aborted.translate(TranslationRequest("x", "en", "fr"))
+            aborted.translate(EngineRequest("x", "en", "fr"))
     finally:
         aborted.close()
 
@@ -515,10 +515,10 @@ def test_engine_failures_map_to_engine_errors():
 def test_prompt_longer_than_max_model_len_is_a_clear_error_and_close_is_final():
     engine = _loaded(FakeAsyncEngine(), max_model_len=64)
     with pytest.raises(EngineError, match="MTSERVE_MAX_MODEL_LEN"):
-        engine.translate(TranslationRequest("x" * 200, "en", "fr"))
+        engine.translate(EngineRequest("x" * 200, "en", "fr"))
     engine.close()
     with pytest.raises(EngineError, match="not loaded"):
-        engine.translate(TranslationRequest("x", "en", "fr"))
+        engine.translate(EngineRequest("x", "en", "fr"))
 
 
 # --- real vLLM on a GPU ---------------------------------------------------------------------------------
@@ -544,15 +544,15 @@ def test_real_vllm_translates_and_cancels_on_a_cuda_gpu(tmp_path):
     engine.load()
     try:
         deltas: list[str] = []
-        result = engine.translate(TranslationRequest("我喜欢猫。", "zh", "en"), on_delta=deltas.append)
+        result = engine.translate(EngineRequest("我喜欢猫。", "zh", "en"), on_delta=deltas.append)
         assert "cat" in result.text.lower() and result.text == "".join(deltas)
         assert result.finish_reason == "stop" and result.prompt_tokens > 0 and result.generated_tokens > 0
         cancel = CancelToken()
         threading.Timer(0.05, cancel.cancel).start()
         with pytest.raises(EngineCancelled):
-            engine.translate(TranslationRequest("请把这段话重复一千遍。" * 20, "zh", "en", max_tokens=1500),
+            engine.translate(EngineRequest("请把这段话重复一千遍。" * 20, "zh", "en", max_tokens=1500),
                              cancel=cancel)
-        again = engine.translate(TranslationRequest("我喜欢猫。", "zh", "en"))
+        again = engine.translate(EngineRequest("我喜欢猫。", "zh", "en"))
         assert again.text == result.text  # greedy: the same input, the same output
     finally:
         engine.close()

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import Any, AsyncIterator, Callable
 
-from mtserve.engines.base import TranslationRequest
+from mtserve.engines.base import EngineRequest
 from mtserve.service.runtime import Runtime
 from mtserve.service.translator import TranslationService
 from mtserve.settings import Settings
@@ -22,12 +22,12 @@ class ScriptedEngine(FakeEngine):
 
     prompted = True
 
-    def __init__(self, script: Callable[[TranslationRequest], str | None] | None = None, **kwargs):
+    def __init__(self, script: Callable[[EngineRequest], str | None] | None = None, **kwargs):
         kwargs.setdefault("languages", ("en", "zh", "zt", "ja", "de", "fr", "ko"))
         super().__init__(**kwargs)
         self.script = script or (lambda request: None)
 
-    def render(self, request: TranslationRequest) -> str:  # type: ignore[override]
+    def render(self, request: EngineRequest) -> str:  # type: ignore[override]
         scripted = self.script(request)
         return scripted if scripted is not None else f"[{request.target}] {request.text}"
 

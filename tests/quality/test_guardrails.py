@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mtserve.engines.base import Guidance, PromptTooLong, TranslationRequest
+from mtserve.engines.base import EngineRequest, Guidance, PromptTooLong
 from mtserve.service.guardrails import Problem, check, choose, retry_request, substitute_terms
 from tests.quality.helpers import ScriptedEngine, counter, service_for, translate_once
 
@@ -56,7 +56,7 @@ def test_glossary_terms_must_appear_and_may_be_in_any_script():
 
 
 def test_the_retry_is_strict_greedy_and_puts_missed_terms_into_the_source():
-    request = TranslationRequest("国际商业机器公司很大。", "zh", "en", temperature=0.7, seed=3,
+    request = EngineRequest("国际商业机器公司很大。", "zh", "en", temperature=0.7, seed=3,
                                  glossary=(("国际商业机器公司", "IBM"),))
     retry = retry_request(request, Problem("glossary", ""))
     assert retry.strict and retry.temperature == 0 and retry.seed is None
@@ -156,11 +156,11 @@ def test_cjk_to_english_decodes_under_a_grammar_that_keeps_cjk_out(tmp_path):
     from mtserve.engines.prompts import script_grammar
 
     engine = _llamacpp(tmp_path)  # the default: every request, so the guardrails rarely need to retry
-    first = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en"))
-    retry = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en", strict=True))
+    first = engine.build_request(EngineRequest("京剧是一种戏曲。", "zh", "en"))
+    retry = engine.build_request(EngineRequest("京剧是一种戏曲。", "zh", "en", strict=True))
     assert first["grammar"].startswith("root ::= [^") and retry["grammar"] == first["grammar"]
     assert retry["messages"][0]["content"] != first["messages"][0]["content"]  # the strict system prompt
-    assert "grammar" not in engine.build_request(TranslationRequest("Peking opera.", "en", "zh"))
+    assert "grammar" not in engine.build_request(EngineRequest("Peking opera.", "en", "zh"))
     assert script_grammar("en", "zh") is None and script_grammar("zh", "ja") is None
     assert script_grammar("zh", "en", (("京剧", "京剧"),)) is None  # a required term written in Han
 
@@ -197,8 +197,8 @@ def test_the_strict_retry_out_of_english_keeps_lower_case_latin_to_what_the_text
 
     text = "Open https://example.com on your iPhone at {place}, then run `make test`."
     engine = _llamacpp(tmp_path)
-    assert "grammar" not in engine.build_request(TranslationRequest(text, "en", "zh"))  # the first attempt is free
-    grammar = engine.build_request(TranslationRequest(text, "en", "zh", strict=True))["grammar"]
+    assert "grammar" not in engine.build_request(EngineRequest(text, "en", "zh"))  # the first attempt is free
+    grammar = engine.build_request(EngineRequest(text, "en", "zh", strict=True))["grammar"]
     assert grammar == kept_letters_grammar(kept_letters("en", "zh", text))
     assert grammar.startswith("root ::= ( [^a-z")
     for piece in ('"https://example.com"', '"iPhone"', '"{place}"', '"`make test`"'):
@@ -206,7 +206,7 @@ def test_the_strict_retry_out_of_english_keeps_lower_case_latin_to_what_the_text
     assert kept_letters("zh", "en", "你好") is None and kept_letters("en", "de", text) is None
     assert kept_letters("en", "zh", "Use a Mac.", (("Mac", "mac mini"),))[-1] == "mac mini"  # a glossary term
     # a segment with placeholders or tags: the markup grammar's free text takes the same rule
-    marked = engine.build_request(TranslationRequest(text, "en", "zh", strict=True, markup=True))["grammar"]
+    marked = engine.build_request(EngineRequest(text, "en", "zh", strict=True, markup=True))["grammar"]
     free_text = next(line for line in marked.splitlines() if line.startswith("t ::="))
     assert "[^<a-z" in free_text and '"iPhone"' in free_text and "{place}" not in free_text
     assert '"{place}"' in marked  # once, where the markup rules put it
@@ -230,8 +230,8 @@ def test_the_service_retries_source_words_left_in_chinese(tmp_path):
 
 def test_script_grammar_retry_keeps_the_grammar_for_the_strict_retry_only(tmp_path):
     engine = _llamacpp(tmp_path, script_grammar="retry")
-    first = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en"))
-    retry = engine.build_request(TranslationRequest("京剧是一种戏曲。", "zh", "en", strict=True))
+    first = engine.build_request(EngineRequest("京剧是一种戏曲。", "zh", "en"))
+    retry = engine.build_request(EngineRequest("京剧是一种戏曲。", "zh", "en", strict=True))
     assert "grammar" not in first and retry["grammar"].startswith("root ::= [^")
 
 

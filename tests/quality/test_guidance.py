@@ -8,7 +8,7 @@ import functools
 
 import pytest
 
-from mtserve.engines.base import Guidance, TranslationRequest
+from mtserve.engines.base import EngineRequest, Guidance
 from mtserve.engines.prompts import CONTEXT_BLOCK, template_for
 from tests.fakes import FakeEngine
 from tests.quality.helpers import ScriptedEngine, service_for
@@ -17,7 +17,7 @@ CONTEXT = "这是 Git 图形客户端里的一个按钮：把暂存的更改记�
 ANSWERS = {"提交": "Commit", "你能帮我吗？": "Können Sie mir helfen?"}
 
 
-def answer(request: TranslationRequest) -> str | None:
+def answer(request: EngineRequest) -> str | None:
     """A translation the guardrails take (so there is no retry), where the test knows one."""
     return ANSWERS.get(request.text)
 
@@ -30,7 +30,7 @@ def sync(test):
     return run
 
 
-def rendered(request: TranslationRequest) -> list[dict[str, str]]:
+def rendered(request: EngineRequest) -> list[dict[str, str]]:
     """The messages the llama.cpp and vLLM engines send for ``request`` (the qwen template)."""
     return template_for("qwen").messages(request.text, request.source, request.target,
                                          glossary=request.glossary, strict=request.strict,

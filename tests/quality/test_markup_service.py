@@ -169,11 +169,11 @@ def _llamacpp(tmp_path, **kwargs):
 
 
 def test_the_prompt_teaches_the_tags_only_to_segments_that_have_them(tmp_path):
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
 
     engine = _llamacpp(tmp_path)
-    plain = engine.build_request(TranslationRequest("我喜欢猫。", "zh", "en"))
-    marked = engine.build_request(TranslationRequest("我喜欢<b1>猫</b1>。", "zh", "en", markup=True))
+    plain = engine.build_request(EngineRequest("我喜欢猫。", "zh", "en"))
+    marked = engine.build_request(EngineRequest("我喜欢<b1>猫</b1>。", "zh", "en", markup=True))
     assert "<b1>" not in plain["messages"][0]["content"]
     assert "<b1>" in marked["messages"][0]["content"]
     assert len(marked["messages"]) > len(plain["messages"])  # the tagged examples
@@ -182,11 +182,11 @@ def test_the_prompt_teaches_the_tags_only_to_segments_that_have_them(tmp_path):
 
 
 def test_the_strict_retry_decodes_under_a_grammar_that_requires_every_tag(tmp_path):
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
     from mtserve.engines.prompts import markup_grammar
 
     engine = _llamacpp(tmp_path)
-    request = TranslationRequest("他<i1>昨天</i1>去了<b2>北京</b2>，%s。", "zh", "en", markup=True, strict=True)
+    request = EngineRequest("他<i1>昨天</i1>去了<b2>北京</b2>，%s。", "zh", "en", markup=True, strict=True)
     grammar = engine.build_request(request)["grammar"]
     assert grammar == markup_grammar(request.text, IDEOGRAPHIC)
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
@@ -195,7 +195,7 @@ def test_the_strict_retry_decodes_under_a_grammar_that_requires_every_tag(tmp_pa
     assert top.count("|") == 5  # three items at the top level: any of their 6 orders
     assert '"<i1>"' in top and '"</b2>"' in top and '"%s"' in top
     assert "grammar" not in _llamacpp(tmp_path, markup_grammar="off", script_grammar="retry").build_request(
-        TranslationRequest("我<b1>喜欢</b1>", "zh", "en", markup=True))
+        EngineRequest("我<b1>喜欢</b1>", "zh", "en", markup=True))
     assert markup_grammar("没有标记的句子。") is None and markup_grammar("<b1>不配对") is None
 
 
@@ -275,15 +275,15 @@ def test_transfer_mode_falls_back_when_the_translation_changes(tmp_path):
 
 
 def test_the_transfer_grammar_allows_only_the_translation_and_the_tags(tmp_path):
-    from mtserve.engines.base import TranslationRequest
+    from mtserve.engines.base import EngineRequest
 
-    body = _llamacpp(tmp_path).build_request(TranslationRequest(
+    body = _llamacpp(tmp_path).build_request(EngineRequest(
         "我喜欢<b1>猫</b1><x2/>。", "zh", "en", markup=True, transfer="I like cats."))
     rules = dict(line.split(" ::= ", 1) for line in body["grammar"].splitlines())
     assert rules["root"] == "s0x0p0"
     assert rules["s0x0p0"] == '"<b1>" s0x1p1 | "<x2/>" s0x4p0 | "I" s1x0p0'  # </b1> only after <b1>
     assert rules["s0x1p1"] == '"<x2/>" s0x5p1 | "I" s1x1p0'  # and only once a word is inside
-    pinned = _llamacpp(tmp_path).build_request(TranslationRequest(
+    pinned = _llamacpp(tmp_path).build_request(EngineRequest(
         "我喜欢<b1>猫</b1><x2/>。", "zh", "en", markup=True, transfer="I like cats.", anchors=((1, 7, 11),)))
     assert [line.split(" ::= ")[0] for line in pinned["grammar"].splitlines() if '"<b1>"' in line] == [
         "s4x0p0", "s4x4p0"]  # <b1> only right before "cats", and </b1> right after it

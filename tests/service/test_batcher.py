@@ -19,7 +19,7 @@ from mtserve.engines.base import (
     BatchingEngine,
     CancelToken,
     EngineError,
-    TranslationRequest,
+    EngineRequest,
     TranslationResult,
 )
 from mtserve.service.batcher import BatchPolicy, DynamicBatcher, batcher_for
@@ -70,7 +70,7 @@ class FakeBatchEngine:
     def close(self) -> None:
         pass
 
-    def batch_cost(self, request: TranslationRequest) -> int:
+    def batch_cost(self, request: EngineRequest) -> int:
         return len(request.text)
 
     def translate_batch(self, requests, cancels=None) -> list[TranslationResult]:
@@ -101,8 +101,8 @@ class FakeBatchEngine:
         return [len(call.texts) for call in self.calls]
 
 
-def req(text: str) -> TranslationRequest:
-    return TranslationRequest(text=text, source="zh", target="en")
+def req(text: str) -> EngineRequest:
+    return EngineRequest(text=text, source="zh", target="en")
 
 
 async def started(engine: FakeBatchEngine, max_queue_delay_ms: float = 0.0, max_queue: int = 64) -> Scheduler:

@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from mtserve.engines.base import EngineError, TranslationRequest
+from mtserve.engines.base import EngineError, EngineRequest
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, Scheduler
 from tests.fakes import FakeEngine
 
 
-def req(text: str) -> TranslationRequest:
-    return TranslationRequest(text=text, source="zh", target="en")
+def req(text: str) -> EngineRequest:
+    return EngineRequest(text=text, source="zh", target="en")
 
 
 def run(coro):
