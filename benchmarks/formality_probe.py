@@ -48,8 +48,8 @@ def classify(target: str, output: str) -> str:
 
 async def probe(model: str, threads: int, targets: list[str]) -> None:
     from mtserve.models.store import ModelStore
+    from mtserve.service.request import Guidance, TranslationRequest
     from mtserve.service.runtime import Runtime
-    from mtserve.service.translator import Guidance
     from mtserve.settings import Settings
 
     path = ModelStore(Settings().models_dir).resolve(model).path  # the user's store, not the temporary home's
@@ -65,8 +65,9 @@ async def probe(model: str, threads: int, targets: list[str]) -> None:
         for target in targets:
             counts: dict[str, dict[str, int]] = {}
             for formality in ("default", "more", "less"):
-                results = await service.translate(list(SENTENCES), "en", target,
-                                                  guidance=Guidance(formality=formality))
+                wanted = formality if formality == "default" else f"prefer_{formality}"  # told where it can be
+                results = await service.translate(TranslationRequest(list(SENTENCES), target, source="en",
+                                                                      guidance=Guidance(formality=wanted)))
                 counts[formality] = {kind: 0 for kind in ("formal", "informal", "neither")}
                 for result in results:
                     counts[formality][classify(target, result.text)] += 1

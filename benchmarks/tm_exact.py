@@ -3,7 +3,7 @@
     python benchmarks/tm_exact.py [--model qwen2.5-coder-0.5b-instruct-q4_k_m] [--entries 10000] [--calls 500]
 
 A real runtime (the model loaded, as `mtserve serve` has it) with a translation memory of
-``--entries`` HSK pairs in a temporary home; each call is ``service.translate([text])`` for a
+``--entries`` HSK pairs in a temporary home; each call is ``service.translate(TranslationRequest([text], ...))`` for a
 text stored in the memory, timed from the call to its answer. The segments sent to the engine and
 the memory's exact matches (``mtserve_cache_misses_total``, which counts every segment that goes
 to the engine, and ``mtserve_tm_exact_matches_total``) are read before and after: the figure is
@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mtserve.models.store import ModelStore  # noqa: E402
+from mtserve.service.request import TranslationRequest  # noqa: E402
 from mtserve.service.runtime import Runtime  # noqa: E402
 from mtserve.settings import Settings  # noqa: E402
 
@@ -60,13 +61,13 @@ async def main(args) -> dict:
         rng = random.Random(0)
         texts = [rng.choice(pairs)[0] for _ in range(args.calls)]
         for text in texts[:20]:  # warm-up
-            await service.translate([text], "zh", "en")
+            await service.translate(TranslationRequest([text], "en", source="zh"))
         times = []
         wrong = 0
         stored = dict(pairs)
         for text in texts:
             started = time.perf_counter()
-            [result] = await service.translate([text], "zh", "en")
+            [result] = await service.translate(TranslationRequest([text], "en", source="zh"))
             times.append((time.perf_counter() - started) * 1000)
             wrong += result.text != stored[text]
         report = {

@@ -27,7 +27,7 @@ import asyncio
 import codecs
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Protocol, TypeVar
 from urllib.parse import parse_qsl
 
@@ -40,8 +40,9 @@ from starlette.requests import ClientDisconnect
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
 from mtserve.documents.jobs import Job, JobStore
 from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
+from mtserve.service.request import Done, Guidance, StreamEvent, Translation, TranslationRequest, Usage
 from mtserve.service.runtime import Runtime
-from mtserve.service.translator import Guidance, StreamEvent, Translation, TranslationService, Usage
+from mtserve.service.translator import TranslationService
 from mtserve.settings import Settings
 
 T = TypeVar("T")
@@ -429,7 +430,8 @@ def instructions_of(value: Any, name: str = "custom_instructions") -> tuple[str,
 
 def guidance_of(settings: Settings, context: Any = None, instructions: Any = None,
                 formality: str = "default") -> Guidance:
-    """The guidance a request's fields ask for, checked (``formality`` already one of default, more, less)."""
+    """The guidance a request's fields ask for, checked in size and type; the service settles the
+    ``formality`` (default, more, less, prefer_more or prefer_less) against the target."""
     return Guidance(context_of(context, settings), instructions_of(instructions), formality)
 
 
@@ -660,22 +662,25 @@ async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
     return task.result()
 
 
-async def run_call(request: Request, work: Callable[[], Awaitable[list[Translation]]], chars_in: int,
-                   usage: Usage) -> list[Translation]:
-    """One translation call of any API family: ``usage`` (which ``work`` fills) and the characters
-    in and out recorded for the request's log line and metrics, the caller's quota charged (and
-    given back if the call fails), and the work cancelled if the client goes away (ClientGone);
-    the deadline is the service's."""
+async def run_call(request: Request, translation: TranslationRequest) -> tuple[list[Translation], Usage]:
+    """One translation call of any API family: the caller's key put on the request (whose glossaries
+    and translation-memory entries it may use), the usage and the characters in and out recorded
+    for the request's log line and metrics, the caller's quota charged (and given back if the call
+    fails), and the work cancelled if the client goes away (ClientGone); the deadline is the
+    service's, or the request's own."""
+    service = service_of(request)
+    translation = replace(translation, key_id=key_id_of(request))
+    usage = Usage()
     request.state.usage = usage
-    request.state.chars_in = chars_in
-    charge(request, chars_in)
+    request.state.chars_in = translation.chars  # billed: the texts; a context is not
+    charge(request, translation.chars)
     try:
-        results = await until_disconnect(request, work())
+        results = await until_disconnect(request, service.translate(translation, usage))
     except BaseException:
-        refund(request, chars_in)
+        refund(request, translation.chars)
         raise
     request.state.chars_out = sum(len(result.text) for result in results)
-    return results
+    return results, usage
 
 
 # --- documents -------------------------------------------------------------------------------------
@@ -698,34 +703,46 @@ async def queue_document(request: Request, store: JobStore, filename: str, data:
 
 
 # --- streaming -------------------------------------------------------------------------------------
-async def open_stream(request: Request, events: AsyncIterator[StreamEvent], chars_in: int,
-                      usage: Usage) -> StreamEvent | None:
-    """Start a service stream for the request: usage recorded, quota charged, and its first event
-    pulled now, so an unsupported language, a glossary that does not fit or a full queue is a
-    status before the 200 goes out. None when the stream is empty."""
+@dataclass
+class OpenStream:
+    """A service stream whose first event is in: what a family's stream body relays."""
+
+    events: AsyncIterator[StreamEvent]
+    first: StreamEvent | None
+    usage: Usage
+
+
+async def open_stream(request: Request, translation: TranslationRequest) -> OpenStream:
+    """Start a service stream for the request: the caller's key put on it, usage recorded, quota
+    charged, and its first event pulled now, so an unsupported language, a glossary that does not
+    fit or a full queue is a status before the 200 goes out (``first`` None: the stream is empty)."""
+    service = service_of(request)
+    translation = replace(translation, key_id=key_id_of(request))
+    usage = Usage()
     request.state.usage = usage
-    request.state.chars_in = chars_in
-    charge(request, chars_in)
+    request.state.chars_in = translation.chars
+    charge(request, translation.chars)
+    events = service.stream(translation, usage)
     try:
-        return await events.__anext__()
+        return OpenStream(events, await events.__anext__(), usage)
     except StopAsyncIteration:
-        return None
+        return OpenStream(events, None, usage)
     except BaseException:
-        refund(request, chars_in)
+        refund(request, translation.chars)
         await events.aclose()
         raise
 
 
-async def relay(request: Request, events: AsyncIterator[StreamEvent], first: StreamEvent | None,
-                render: Callable[[StreamEvent], Iterable[T]],
+async def relay(request: Request, stream: OpenStream, render: Callable[[StreamEvent], Iterable[T]],
                 failed: Callable[[str], T]) -> AsyncIterator[T]:
     """A family's stream body: each service event rendered in the family's shape, the final text's
     length recorded, and a mid-stream failure reported in-band (the status has been sent)."""
+    events = stream.events
     try:
-        event = first
+        event = stream.first
         while event is not None:
-            if event.kind == "done":
-                request.state.chars_out = len(event.data.get("translatedText", ""))
+            if isinstance(event, Done):
+                request.state.chars_out = len(event.translation.text)
             for item in render(event):
                 yield item
             event = await anext(events, None)

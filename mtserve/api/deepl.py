@@ -56,7 +56,8 @@ from mtserve.service.glossary import (
     parse_entries,
     scope_for,
 )
-from mtserve.service.translator import TranslationService, Usage, follows_formality
+from mtserve.service.request import TranslationRequest
+from mtserve.service.translator import follows_formality
 from mtserve.settings import Settings
 from mtserve.text.html import TagHandling
 from mtserve.text.languages import language_name
@@ -68,26 +69,18 @@ DEEPL_TO_MTSERVE = {"EN-US": "en", "EN-GB": "en", "ZH-HANS": "zh", "ZH-HANT": "z
                     "PT-PT": "pt", "PT-BR": "pt"}
 TARGET_VARIANTS = {"en": ["EN-US", "EN-GB"], "zh": ["ZH", "ZH-HANS"], "zt": ["ZH-HANT"],
                    "pt": ["PT-PT", "PT-BR"]}
-FORMALITY_OK = {"default", "prefer_more", "prefer_less"}
-FORMALITY_KNOWN = FORMALITY_OK | {"more", "less"}
+FORMALITY_KNOWN = {"default", "more", "less", "prefer_more", "prefer_less"}
 
 
-def formality_of(value: Any, target: str, target_lang: str, service: TranslationService) -> str:
-    """DeepL's ``formality`` as the service takes it: default, more or less. ``more``/``less`` into a
-    target without formality support is a 400; ``prefer_*`` there is the default, as DeepL answers."""
+def formality_of(value: Any) -> str:
+    """DeepL's ``formality``, checked as a value; the service settles it against the target
+    (``more``/``less`` into a target without formality is refused, ``prefer_*`` falls back)."""
     if value is not None and not isinstance(value, str):
         raise ApiError(400, f"'formality' must be a string, not {json_type(value)}, e.g. prefer_more")
     formality = (value or "default").strip().lower() or "default"
     if formality not in FORMALITY_KNOWN:
         raise ApiError(400, f"Value for 'formality' not supported: {shown(formality)}")
-    if formality == "default":
-        return formality
-    if not service.supports_formality(target):
-        if formality in FORMALITY_OK:
-            return "default"
-        raise ApiError(400, f"'formality' is not supported for target language {shown(target_lang)}; "
-                            "use prefer_more or prefer_less (see supports_formality in GET /v2/languages)")
-    return formality.removeprefix("prefer_")
+    return formality
 
 
 def to_mtserve(code: str, role: str, supported: tuple[str, ...]) -> str:
@@ -183,24 +176,17 @@ async def translate(request: Request):
     if source_lang := text_field(fields, "source_lang"):
         source = to_mtserve(source_lang, "source_lang", supported)
     guidance = guidance_of(settings, fields.get("context"), fields.get("custom_instructions"),
-                           formality_of(fields.get("formality"), target, target_lang, service))
+                           formality_of(fields.get("formality")))
     tag_handling = text_field(fields, "tag_handling")
     if tag_handling not in (None, "", "html", "xml"):
         raise ApiError(400, "Value for 'tag_handling' not supported: use html or xml")
     fmt = tag_handling if tag_handling in ("html", "xml") else "text"
     tags = tag_handling_of(fields, fmt) if fmt != "text" else None
-    glossary = None
-    if glossary_id := text_field(fields, "glossary_id"):
-        if source == "auto":
-            raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
-        try:  # the pair rule lives in the service; DeepL answers 400 for an unknown id too
-            glossary = service.named_glossary(glossary_id, source, target, key_id_of(request))
-        except GlossaryError as exc:
-            raise ApiError(400, str(exc)) from None
-    usage = Usage()
-    results = await run_call(request, lambda: service.translate(
-        texts, source, target, fmt, usage=usage, glossary=glossary, tags=tags, guidance=guidance),
-        chars, usage)  # billed: the texts; a context is not
+    glossary_id = text_field(fields, "glossary_id") or None
+    if glossary_id and source == "auto":
+        raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
+    results, _ = await run_call(request, TranslationRequest(
+        texts, target, source=source, format=fmt, tags=tags, glossary_id=glossary_id, guidance=guidance))
     runtime_of(request).usage_chars += chars
     return {
         "translations": [

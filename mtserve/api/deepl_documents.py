@@ -65,7 +65,7 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     source = to_mtserve(fields["source_lang"], "source_lang", supported) if fields.get("source_lang") else "auto"
     # formality as /v2/translate takes it; context (an mtserve extension) overrides the format's default
     guidance = guidance_of(store.settings, fields.get("context") or None,
-                           formality=formality_of(fields.get("formality"), target, fields["target_lang"], service))
+                           formality=formality_of(fields.get("formality")))
     filename = PurePath(fields.get("filename") or upload.filename or "").name
     try:
         fmt = format_for(filename, store.formats)

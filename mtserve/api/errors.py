@@ -25,8 +25,8 @@ from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocument
 from mtserve.engines.base import EngineError, PromptTooLong
 from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
 from mtserve.service.glossary import GlossaryError, GlossaryForbidden, GlossaryTooLarge, UnknownGlossary
+from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
-from mtserve.service.translator import UnsupportedLanguage
 from mtserve.text.languages import language_name
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,10 @@ class ErrorStatus:
 
 STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (UnsupportedLanguage, ErrorStatus(400)),
-    (UnknownGlossary, ErrorStatus(404)),
+    (FormalityUnsupported, ErrorStatus(400)),
+    # A glossary_id a translation names: DeepL answers 400 for an unknown one (its glossary routes
+    # answer their own 404 for the glossary they are about).
+    (UnknownGlossary, ErrorStatus(404, family_status={"deepl": 400})),
     (GlossaryForbidden, ErrorStatus(403)),
     (GlossaryTooLarge, ErrorStatus(413)),
     (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries
@@ -183,7 +186,7 @@ def words_of(exc: Exception, path: str = "") -> tuple[str, str | None]:
     message = str(exc)
     if isinstance(exc, DeadlineExceeded):
         return f"translation did not finish within the deadline ({message}); send shorter text or retry", None
-    if isinstance(exc, UnsupportedLanguage):
+    if isinstance(exc, (UnsupportedLanguage, FormalityUnsupported)):
         return f"{message} ({LANGUAGE_HINTS[api_family(path)]})", None
     return message, None
 

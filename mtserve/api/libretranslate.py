@@ -29,7 +29,6 @@ from mtserve.api.common import (
     content_type_of,
     guidance_of,
     is_json,
-    key_id_of,
     open_stream,
     query_fields,
     read_fields,
@@ -49,7 +48,7 @@ from mtserve.api.schemas import (
     TranslateResponse,
 )
 from mtserve.service.glossary import GlossaryTooLarge, check_request_entries
-from mtserve.service.translator import StreamEvent, Usage
+from mtserve.service.request import Delta, Detected, Done, StreamEvent, TranslationRequest, Usage
 from mtserve.settings import Settings
 from mtserve.text.languages import language_name
 from mtserve.webui import STATIC_DIR
@@ -165,6 +164,14 @@ def validate_translate(req: TranslateRequest, settings: Settings) -> list[str]:
     return texts
 
 
+def translation_of(req: TranslateRequest, texts: list[str], settings: Settings) -> TranslationRequest:
+    """LibreTranslate's fields as the service's request (``context``: an extension, DeepL's field)."""
+    return TranslationRequest(texts, req.target, source=req.source, format=req.format,
+                              glossary=req.glossary, glossary_id=req.glossary_id,
+                              guidance=guidance_of(settings, req.context), memory=req.tm,
+                              alternatives=req.alternatives, deadline_s=deadline_s(req, settings))
+
+
 def deadline_s(req: TranslateRequest, settings: Settings) -> float:
     """The server's deadline, or the client's if it asked for a shorter one."""
     if req.timeout is None:
@@ -203,14 +210,7 @@ async def translate(request: Request):
     fields = checked_fields(request, await read_values(request))
     req = validate_as(request, TranslateRequest, fields)
     texts = validate_translate(req, settings)
-    guidance = guidance_of(settings, req.context)  # an extension: DeepL's context, not billed
-    service = service_of(request)
-    usage = Usage()
-    results = await run_call(request, lambda: service.translate(
-        texts, req.source, req.target, req.format, req.alternatives, timeout_s=deadline_s(req, settings),
-        usage=usage, glossary=req.glossary, glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
-        guidance=guidance,
-    ), sum(len(t) for t in texts), usage)
+    results, usage = await run_call(request, translation_of(req, texts, settings))
     single = not isinstance(req.q, list)
     body: dict[str, Any] = {
         "translatedText": results[0].text if single else [r.text for r in results]
@@ -244,26 +244,29 @@ async def _stream(request: Request, fields: dict[str, Any]):
     req = validate_as(request, TranslateRequest, checked_fields(request, fields))
     if isinstance(req.q, list):
         raise ApiError(400, "the stream endpoint takes one text in q, not a list")
-    validate_translate(req, settings)
-    guidance = guidance_of(settings, req.context)
-    service = service_of(request)
-    usage = Usage()
-    events = service.stream(req.q, req.source, req.target, req.format,
-                            timeout_s=deadline_s(req, settings), usage=usage, glossary=req.glossary,
-                            glossary_id=req.glossary_id, key_id=key_id_of(request), tm=req.tm,
-                            guidance=guidance)
-    first = await open_stream(request, events, len(req.q), usage)
+    texts = validate_translate(req, settings)
+    stream = await open_stream(request, translation_of(req, texts, settings))
 
     def render(event: StreamEvent) -> list[dict[str, str]]:
-        if event.kind == "segment":  # the OpenAI stream's granularity; not part of this protocol
-            return []
-        data = {**event.data, **memory_use(usage)} if event.kind == "done" else event.data
-        return [{"event": event.kind, "data": json.dumps(data, ensure_ascii=False)}]
+        if isinstance(event, Detected):
+            return [sse("detected", detected_json(event.detection))]
+        if isinstance(event, Delta):
+            return [sse("delta", {"text": event.text})]
+        if isinstance(event, Done):
+            body: dict[str, Any] = {"translatedText": event.translation.text}
+            if event.translation.detected is not None:
+                body["detectedLanguage"] = detected_json(event.translation.detected)
+            return [sse("done", {**body, **memory_use(stream.usage)})]
+        return []  # SegmentDone: the OpenAI stream's granularity; not part of this protocol
 
     def failed(message: str) -> dict[str, str]:
         return {"event": "error", "data": json.dumps({"error": message}, ensure_ascii=False)}
 
-    return EventSourceResponse(relay(request, events, first, render, failed), ping=15)
+    return EventSourceResponse(relay(request, stream, render, failed), ping=15)
+
+
+def sse(kind: str, data: Any) -> dict[str, str]:
+    return {"event": kind, "data": json.dumps(data, ensure_ascii=False)}
 
 
 @router.post(

@@ -52,7 +52,7 @@ from mtserve.api.common import (
     text_field,
 )
 from mtserve.api.errors import ApiError
-from mtserve.service.translator import Guidance, TranslationService, Usage
+from mtserve.service.request import Done, Guidance, SegmentDone, StreamEvent, TranslationRequest, Usage
 from mtserve.settings import Settings
 from mtserve.text.batch import Batch, split_batch
 from mtserve.text.languages import CHINESE_NAMES, LANGUAGES
@@ -196,24 +196,23 @@ async def chat_completions(request: Request):
     guidance = guidance_of(settings, body.get("context"))
     stream = flag_field(body, "stream")
     stream_options = object_field(body, "stream_options") or {}
-    service = service_of(request)
+    service_of(request)  # a 503 while the model loads, before anything else
     model = text_field(body, "model") or runtime_of(request).model.model
-    usage = Usage()
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     include_usage = flag_field(stream_options, "include_usage")
     batch = split_batch(text)
     if batch is not None:
-        parts = await _translate_batch(request, service, batch, source, target, usage, guidance)
+        parts, usage = await _translate_batch(request, batch, source, target, guidance)
         if stream:
             return _stream_pieces(parts, model, completion_id, created, usage, include_usage)
         translation = "".join(parts)
     elif stream:
-        return await _stream(request, service, text, source, target, model, completion_id, created,
-                             usage, include_usage, guidance)
+        return await _stream(request, TranslationRequest.of(text, target, source=source, guidance=guidance),
+                             model, completion_id, created, include_usage)
     else:
-        results = await run_call(request, lambda: service.translate([text], source, target, usage=usage,
-                                                                    guidance=guidance), len(text), usage)
+        results, usage = await run_call(request, TranslationRequest.of(text, target, source=source,
+                                                                       guidance=guidance))
         translation = results[0].text
     request.state.chars_out = len(translation)
     return {
@@ -224,25 +223,21 @@ async def chat_completions(request: Request):
     }
 
 
-async def _translate_batch(request: Request, service: TranslationService, batch: Batch, source: str,
-                           target: str, usage: Usage, guidance: Guidance) -> list[str]:
+async def _translate_batch(request: Request, batch: Batch, source: str, target: str,
+                           guidance: Guidance) -> tuple[list[str], Usage]:
     """Each block of a batch translated as a text of its own, in one request; blank blocks as they
     are. The parts of the answer, separators unchanged. The source, if auto, is detected once over
     all the blocks: a short block alone (a UI label) says little of its language."""
     blocks = batch.blocks
     wanted = [i for i, block in enumerate(blocks) if block.strip()]
-    if source == "auto":
-        sample = "\n".join(blocks[i] for i in wanted)
-        source = service.resolve_source(service.repair(sample), source, target)[0]
-    chars = sum(len(blocks[i]) for i in wanted)
-    results = await run_call(request, lambda: service.translate([blocks[i] for i in wanted], source, target,
-                                                                usage=usage, guidance=guidance), chars, usage)
+    results, usage = await run_call(request, TranslationRequest(
+        [blocks[i] for i in wanted], target, source=source, guidance=guidance, one_source=True))
     translated = list(blocks)
     for i, result in zip(wanted, results):
         translated[i] = result.text
     parts = list(batch.parts)
     parts[0::2] = translated
-    return parts
+    return parts, usage
 
 
 def _stream_pieces(parts: list[str], model: str, completion_id: str, created: int, usage: Usage,
@@ -275,10 +270,10 @@ def usage_json(usage: Usage) -> dict:
             "total_tokens": usage.prompt_tokens + usage.generated_tokens}
 
 
-async def _stream(request, service, text, source, target, model, completion_id, created, usage, include_usage,
-                  guidance=None):
-    events = service.stream(text, source, target, usage=usage, guidance=guidance)
-    first = await open_stream(request, events, len(text), usage)  # errors surface before the 200
+async def _stream(request: Request, translation: TranslationRequest, model: str, completion_id: str,
+                  created: int, include_usage: bool) -> StreamingResponse:
+    stream = await open_stream(request, translation)  # errors surface before the 200
+    usage = stream.usage
 
     def chunk(delta: dict, finish: str | None = None) -> str:
         payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -287,14 +282,14 @@ async def _stream(request, service, text, source, target, model, completion_id, 
 
     streamed = [""]  # what the chunks have said so far
 
-    def render(event) -> list[str]:
-        if event.kind == "segment":  # one chunk per translated, cleaned sentence
-            piece = event.data["gap"] + event.data["text"]
+    def render(event: StreamEvent) -> list[str]:
+        if isinstance(event, SegmentDone):  # one chunk per translated, cleaned sentence
+            piece = event.gap + event.text
             streamed[0] += piece
             return [chunk({"content": piece})]
-        if event.kind != "done":
+        if not isinstance(event, Done):
             return []
-        final, out = event.data["translatedText"], []
+        final, out = event.translation.text, []
         if final.startswith(streamed[0]) and len(final) > len(streamed[0]):
             out.append(chunk({"content": final[len(streamed[0]):]}))  # trailing whitespace
         out.append(chunk({}, "stop"))
@@ -309,7 +304,7 @@ async def _stream(request, service, text, source, target, model, completion_id, 
 
     async def sse():
         yield chunk({"role": "assistant", "content": ""})
-        async for item in relay(request, events, first, render, failed):
+        async for item in relay(request, stream, render, failed):
             yield item
 
     return StreamingResponse(sse(), media_type="text/event-stream",

@@ -34,6 +34,7 @@ def _read_lines(stream) -> Iterator[str]:
 async def _translate_lines(settings: Settings, lines: Iterable[str], source: str, target: str,
                            fmt: str, out, guidance=None, tm: bool = True) -> None:
     from mtserve.engines.base import in_flight_capacity
+    from mtserve.service.request import NO_GUIDANCE, TranslationRequest
     from mtserve.service.runtime import Runtime
 
     runtime = Runtime(settings)
@@ -45,7 +46,8 @@ async def _translate_lines(settings: Settings, lines: Iterable[str], source: str
     async def one(text: str) -> str:
         if not text.strip():
             return text
-        [result] = await service.translate([text], source, target, fmt, guidance=guidance, tm=tm)
+        [result] = await service.translate(TranslationRequest([text], target, source=source, format=fmt,
+                                                              guidance=guidance or NO_GUIDANCE, memory=tm))
         return result.text
 
     try:
@@ -63,9 +65,9 @@ async def _translate_lines(settings: Settings, lines: Iterable[str], source: str
 def cmd_translate(args: argparse.Namespace) -> int:
     from mtserve.engines.factory import EngineConfigError
     from mtserve.models.store import ModelStoreError
+    from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
     from mtserve.service.runtime import EngineNotReady
     from mtserve.service.scheduler import DeadlineExceeded
-    from mtserve.service.translator import UnsupportedLanguage
 
     settings = settings_from(args)
     if args.text is not None:
@@ -75,7 +77,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_translate_lines(settings, lines, args.source, args.target, args.format, sys.stdout,
                                      guidance=guidance_from(args), tm=not args.no_tm))
-    except (ModelStoreError, EngineConfigError, EngineNotReady, UnsupportedLanguage, DeadlineExceeded) as exc:
+    except (ModelStoreError, EngineConfigError, EngineNotReady, UnsupportedLanguage, FormalityUnsupported,
+            DeadlineExceeded) as exc:
         return fail(exc)
     except KeyboardInterrupt:
         return 130

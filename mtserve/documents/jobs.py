@@ -44,8 +44,9 @@ from mtserve.documents.job_records import InstanceLocks, JobRecords
 from mtserve.documents.registry import enabled_formats, extensions_of, format_for
 from mtserve.documents.runner import translate_document
 from mtserve.documents.sandbox import parse_document, warm
+from mtserve.service.request import NO_GUIDANCE, Guidance, TranslationRequest, UnsupportedLanguage
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
-from mtserve.service.translator import Guidance, PromptTooLong, TranslationService, UnsupportedLanguage
+from mtserve.service.translator import PromptTooLong, TranslationService
 from mtserve.settings import Settings
 from mtserve.text.detect import Detection
 
@@ -287,7 +288,8 @@ class JobStore:
                      guidance: Guidance | None = None) -> Job:
         """Check and parse the file, then queue its translation. Raises DocumentError (4xx) first.
 
-        A ``glossary_id`` is resolved now (UnknownGlossary, GlossaryMismatch), so a bad one fails the upload;
+        A ``glossary_id`` and the formality are settled now (UnknownGlossary, GlossaryMismatch,
+        FormalityUnsupported), so a bad one fails the upload;
         ``key_id`` is the caller's API key id, whose glossaries (and the operator's) it may name.
         ``guidance`` is the request's context (which replaces the format's default), instructions and
         formality. The job's record is on disk before this returns.
@@ -313,7 +315,10 @@ class JobStore:
                       key_id: str | None, guidance: Guidance | None = None) -> Job:
         fmt = format_for(filename, self.formats)
         service.check_pair(source, target)  # "auto": only the target is checked now
-        glossary = service.request_glossary(source, target, glossary, glossary_id, key_id)
+        settled = service.settle(TranslationRequest((), target, source=source, glossary=glossary,
+                                                    glossary_id=glossary_id, guidance=guidance or NO_GUIDANCE,
+                                                    key_id=key_id))
+        glossary, guidance = settled.glossary, settled.guidance
         document = await parse_document(self.settings, filename, data, self.formats, target=target)  # a worker
         count = self._check_segments(document, fmt.extensions[0])
         job = Job(id=secrets.token_hex(16), filename=PurePath(filename).name, format=fmt.name,

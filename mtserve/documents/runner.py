@@ -23,8 +23,9 @@ from typing import Callable
 
 from mtserve.documents.base import Document, Output, keep_edges, protected_split
 from mtserve.documents.registry import default_context
+from mtserve.service.request import NO_GUIDANCE, Guidance, Translation, TranslationRequest
 from mtserve.service.scheduler import DeadlineExceeded, Priority, QueueFull
-from mtserve.service.translator import Guidance, Translation, TranslationService
+from mtserve.service.translator import TranslationService
 from mtserve.text.detect import Detection
 from mtserve.text.punctuation import has_words
 
@@ -113,10 +114,9 @@ async def _translate(service: TranslationService, texts: list[str], source: str,
     misses = 0
     while True:
         try:
-            results = await service.translate(texts, source, target, fmt, timeout_s=timeout_s,
-                                              priority=Priority.BACKGROUND, glossary=glossary,
-                                              guidance=guidance)
-            return results
+            return await service.translate(TranslationRequest(
+                texts, target, source=source, format=fmt, glossary=glossary, guidance=guidance or NO_GUIDANCE,
+                deadline_s=timeout_s, priority=Priority.BACKGROUND))
         except QueueFull as exc:  # the API is busy: wait for room rather than fail the document
             await asyncio.sleep(min(float(exc.retry_after_s), QUEUE_FULL_WAIT_MAX_S))
         except DeadlineExceeded:

@@ -29,7 +29,9 @@ class Guidance:
 
     context: str = ""
     instructions: tuple[str, ...] = ()
-    formality: str = "default"  # one of FORMALITIES
+    # one of FORMALITIES; a request may also say prefer_more or prefer_less ("where the target marks
+    # it"), which the service settles before an engine sees it
+    formality: str = "default"
 
     def __bool__(self) -> bool:
         return bool(self.context.strip() or self.instructions or self.formality != "default")

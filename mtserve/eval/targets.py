@@ -147,12 +147,12 @@ class InProcessTarget:
         return self.memory
 
     async def translate(self, text: str, source: str, target: str, context: str = "") -> str:
-        from mtserve.service.translator import Guidance, Usage
+        from mtserve.service.request import Guidance, TranslationRequest, Usage
 
         assert self.runtime.service is not None
         usage = Usage()
-        [result] = await self.runtime.service.translate([text], source, target, usage=usage,
-                                                        guidance=Guidance(context=context) if context else None)
+        [result] = await self.runtime.service.translate(
+            TranslationRequest([text], target, source=source, guidance=Guidance(context=context)), usage)
         self._memory_use[text] = MemoryUse(usage.segments, usage.tm_segments, usage.tm_examples)
         return result.text
 
@@ -164,7 +164,7 @@ class InProcessTarget:
         """The file translated as ``mtserve translate FILE`` translates it, with this process's service."""
         from mtserve.documents.registry import FORMATS, ReadOptions, read_document
         from mtserve.documents.runner import translate_document
-        from mtserve.service.translator import Guidance
+        from mtserve.service.request import Guidance
 
         assert self.runtime.service is not None
         document = read_document(filename, data, FORMATS, ReadOptions.from_settings(self.settings))
@@ -176,27 +176,29 @@ class InProcessTarget:
     async def translate_markup(self, text: str, source: str, target: str, fmt: str):
         """(the output, the request's Usage) for the markup eval: html, xml (DeepL's
         ``ignore_tags=x``) or text."""
-        from mtserve.service.translator import Usage
+        from mtserve.service.request import TranslationRequest, Usage
         from mtserve.text.html import TagHandling
 
         assert self.runtime.service is not None
         usage = Usage()
         tags = TagHandling("xml", ignore_tags=frozenset({"x"})) if fmt == "xml" else None
-        [result] = await self.runtime.service.translate([text], source, target, fmt, usage=usage, tags=tags)
+        [result] = await self.runtime.service.translate(
+            TranslationRequest([text], target, source=source, format=fmt, tags=tags), usage)
         return result.text, usage
 
     def variants(self, text: str, source: str, target: str, context: str = "") -> dict[str, str]:
+        from mtserve.service.planning import engine_request, to_target_script
         from mtserve.text.cleanup import clean_translation, strip_special_tokens
 
         service = self.runtime.service
         if service is None:
             return {}
-        request = service._engine_request(text.strip(), source, target, {})
+        request = engine_request(text.strip(), source, target, {})
         raw = self._raw.get((request.text, False, context))
         if raw is None:  # cut into several segments, or served from the cache
             return {}
-        unguarded = service._to_target_script(clean_translation(raw, request.text), target, {})
-        return {"raw": service._to_target_script(strip_special_tokens(raw).strip(), target, {}),
+        unguarded = to_target_script(clean_translation(raw, request.text), target, {})
+        return {"raw": to_target_script(strip_special_tokens(raw).strip(), target, {}),
                 "unguarded": unguarded, "retried": str((request.text, True, context) in self._raw)}
 
     def describe(self) -> dict:

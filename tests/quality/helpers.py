@@ -7,6 +7,7 @@ import contextlib
 from typing import Any, AsyncIterator, Callable
 
 from mtserve.engines.base import EngineRequest
+from mtserve.service.request import TranslationRequest
 from mtserve.service.runtime import Runtime
 from mtserve.service.translator import TranslationService
 from mtserve.settings import Settings
@@ -50,7 +51,7 @@ def translate_once(engine, tmp_path, text: str, source: str, target: str,
 
     async def main():
         async with service_for(engine, tmp_path) as service:
-            [result] = await service.translate([text], source, target, **options)
+            [result] = await service.translate(TranslationRequest([text], target, source=source, **options))
             return service, result
 
     return asyncio.run(main())

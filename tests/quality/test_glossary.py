@@ -20,6 +20,7 @@ from mtserve.service.glossary import (
     term_in_output,
     validate_entries,
 )
+from mtserve.service.request import TranslationRequest
 from tests.quality.helpers import ScriptedEngine, service_for
 from tests.servers import serve
 
@@ -200,10 +201,11 @@ def test_only_matching_terms_reach_the_engine_and_the_cache_tells_glossaries_apa
 
     async def main():
         async with service_for(engine, tmp_path, glossary_file=server_file) as service:
-            with_terms = await service.translate(["国际商业机器公司发布了新产品。"], "zh", "en",
-                                                 glossary={"国际商业机器公司": "IBM", "微软": "Microsoft"})
-            without = await service.translate(["国际商业机器公司发布了新产品。"], "zh", "en")
-            server_wide = await service.translate(["我买了苹果。"], "zh", "en")
+            sentence = "国际商业机器公司发布了新产品。"
+            with_terms = await service.translate(TranslationRequest(
+                [sentence], "en", source="zh", glossary={"国际商业机器公司": "IBM", "微软": "Microsoft"}))
+            without = await service.translate(TranslationRequest([sentence], "en", source="zh"))
+            server_wide = await service.translate(TranslationRequest(["我买了苹果。"], "en", source="zh"))
             return with_terms, without, server_wide
 
     with_terms, without, server_wide = asyncio.run(main())

@@ -9,6 +9,7 @@ import pytest
 
 from mtserve.engines.base import EngineRequest, Guidance, PromptTooLong
 from mtserve.service.guardrails import Problem, check, choose, retry_request, substitute_terms
+from mtserve.service.request import Done, TranslationRequest
 from tests.quality.helpers import ScriptedEngine, counter, service_for, translate_once
 
 
@@ -85,8 +86,9 @@ def test_the_service_retries_once_with_the_strict_prompt_and_counts_it(tmp_path)
 
     async def main():
         async with service_for(engine, tmp_path) as service:
-            [result] = await service.translate(["团长率领队员们进入了会场。"], "zh", "en")
-            again = await service.translate(["团长率领队员们进入了会场。"], "zh", "en")  # cached: no retry
+            [result] = await service.translate(TranslationRequest(["团长率领队员们进入了会场。"], "en", source="zh"))
+            again = await service.translate(TranslationRequest(["团长率领队员们进入了会场。"], "en",
+                                                               source="zh"))  # cached: no retry
             return service, result, again
 
     service, result, again = asyncio.run(main())
@@ -128,7 +130,7 @@ def test_guardrails_can_be_turned_off(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path, guardrails=False) as service:
-            return await service.translate(["这是一本书。"], "zh", "en")
+            return await service.translate(TranslationRequest(["这是一本书。"], "en", source="zh"))
 
     asyncio.run(main())
     assert len(engine.calls) == 1
@@ -139,10 +141,10 @@ def test_streaming_applies_the_retry_to_the_final_text(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path) as service:
-            return [e async for e in service.stream("你好世界。", "zh", "en")]
+            return [e async for e in service.stream(TranslationRequest.of("你好世界。", "en", source="zh"))]
 
     events = asyncio.run(main())
-    assert events[-1].kind == "done" and events[-1].data["translatedText"] == "Fixed."
+    assert isinstance(events[-1], Done) and events[-1].translation.text == "Fixed."
 
 
 def _llamacpp(tmp_path, **kwargs):

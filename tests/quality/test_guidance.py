@@ -10,6 +10,7 @@ import pytest
 
 from mtserve.engines.base import EngineRequest, Guidance
 from mtserve.engines.prompts import CONTEXT_BLOCK, template_for
+from mtserve.service.request import Done, FormalityUnsupported, TranslationRequest
 from tests.fakes import FakeEngine
 from tests.quality.helpers import ScriptedEngine, service_for
 
@@ -42,10 +43,11 @@ def rendered(request: EngineRequest) -> list[dict[str, str]]:
 async def test_context_instructions_and_formality_reach_the_prompt_after_the_fixed_prefix(tmp_path):
     engine = ScriptedEngine(answer)
     async with service_for(engine, tmp_path) as service:
-        await service.translate(["提交"], "zh", "en")
+        await service.translate(TranslationRequest(["提交"], "en", source="zh"))
         guidance = Guidance(context=CONTEXT, instructions=("Use the imperative.", "Keep it short."))
-        await service.translate(["提交"], "zh", "en", guidance=guidance)
-        await service.translate(["你能帮我吗？"], "zh", "de", guidance=Guidance(formality="more"))
+        await service.translate(TranslationRequest(["提交"], "en", source="zh", guidance=guidance))
+        await service.translate(TranslationRequest(["你能帮我吗？"], "de", source="zh",
+                                                   guidance=Guidance(formality="more")))
     plain, guided, formal = (rendered(call) for call in engine.calls)
     assert engine.calls[1].guidance == guidance
     # the system prompt and the few-shot examples are byte for byte the plain request's: the cached prefix
@@ -65,14 +67,14 @@ async def test_context_keys_the_cache(tmp_path):
     async with service_for(engine, tmp_path) as service:
         git = Guidance(context=CONTEXT)
         form = Guidance(context="网页表单底部的按钮：把填写的信息发送给服务器。")
-        [a] = await service.translate(["提交"], "zh", "en", guidance=git)
-        [b] = await service.translate(["提交"], "zh", "en", guidance=git)
+        [a] = await service.translate(TranslationRequest(["提交"], "en", source="zh", guidance=git))
+        [b] = await service.translate(TranslationRequest(["提交"], "en", source="zh", guidance=git))
         assert (a.text, b.text) == ("Commit", "Commit") and len(engine.calls) == 1  # the second: a hit
-        [c] = await service.translate(["提交"], "zh", "en")
+        [c] = await service.translate(TranslationRequest(["提交"], "en", source="zh"))
         assert c.text == "Submit" and len(engine.calls) == 2  # no context: not the Git button's entry
-        await service.translate(["提交"], "zh", "en", guidance=form)
-        await service.translate(["提交"], "zh", "en", guidance=Guidance(context=CONTEXT, formality="less"))
-        await service.translate(["提交"], "zh", "en", guidance=Guidance(context=CONTEXT, instructions=("x",)))
+        for guidance in (form, Guidance(context=CONTEXT, formality="prefer_less"),
+                         Guidance(context=CONTEXT, instructions=("x",))):
+            await service.translate(TranslationRequest(["提交"], "en", source="zh", guidance=guidance))
         # another context and another instruction are other keys; formality into English is not told at all
         assert len(engine.calls) == 4
         assert all(call.guidance.formality == "default" for call in engine.calls)
@@ -82,9 +84,9 @@ async def test_context_keys_the_cache(tmp_path):
 async def test_the_stream_carries_the_guidance_too(tmp_path):
     engine = ScriptedEngine()
     async with service_for(engine, tmp_path) as service:
-        events = [e async for e in service.stream("提交。然后关闭。", "zh", "en",
-                                                  guidance=Guidance(context=CONTEXT))]
-    assert events[-1].kind == "done"
+        request = TranslationRequest.of("提交。然后关闭。", "en", source="zh", guidance=Guidance(context=CONTEXT))
+        events = [e async for e in service.stream(request)]
+    assert isinstance(events[-1], Done)
     assert {call.text for call in engine.calls} == {"提交。然后关闭。"}  # one segment: a short paragraph
     assert any(call.strict for call in engine.calls)  # the guardrails' retry (the output was left in Chinese)
     assert all(call.guidance.context == CONTEXT for call in engine.calls)  # ...keeps the guidance too
@@ -96,8 +98,12 @@ async def test_formality_is_told_only_where_the_target_marks_it(tmp_path):
     async with service_for(engine, tmp_path) as service:
         assert service.supports_formality("de") and service.supports_formality("zh")
         assert not service.supports_formality("en")
-        await service.translate(["你能帮我吗？"], "zh", "de", guidance=Guidance(formality="less"))
-        await service.translate(["你能帮我吗？"], "zh", "en", guidance=Guidance(formality="less"))
+        for target, formality in (("de", "less"), ("en", "prefer_less")):
+            await service.translate(TranslationRequest(["你能帮我吗？"], target, source="zh",
+                                                       guidance=Guidance(formality=formality)))
+        with pytest.raises(FormalityUnsupported, match="prefer_less"):  # required, where it cannot be told
+            await service.translate(TranslationRequest(["你能帮我吗？"], "en", source="zh",
+                                                       guidance=Guidance(formality="less")))
     assert len(engine.calls) == 2
     assert [call.guidance.formality for call in engine.calls] == ["less", "default"]
     assert "informally (du)" in rendered(engine.calls[0])[-1]["content"]
@@ -108,7 +114,8 @@ async def test_formality_is_told_only_where_the_target_marks_it(tmp_path):
 async def test_marked_segments_and_their_fallbacks_keep_the_guidance(tmp_path, fmt, text):
     engine = ScriptedEngine(lambda request: "Click the button." if not request.transfer else None)
     async with service_for(engine, tmp_path) as service:
-        await service.translate([text], "zh", "en", fmt, guidance=Guidance(context=CONTEXT))
+        await service.translate(TranslationRequest([text], "en", source="zh", format=fmt,
+                                                   guidance=Guidance(context=CONTEXT)))
     assert engine.calls and all(call.guidance.context == CONTEXT for call in engine.calls)
 
 
@@ -117,8 +124,9 @@ async def test_a_seq2seq_engine_gets_no_guidance_and_caches_as_without_it(tmp_pa
     engine = FakeEngine()  # not prompted: nothing to tell a Marian or NLLB model
     async with service_for(engine, tmp_path) as service:
         assert not service.supports_formality("de")
-        await service.translate(["你好"], "zh", "en", guidance=Guidance(context=CONTEXT, instructions=("x",)))
-        await service.translate(["你好"], "zh", "en")
+        await service.translate(TranslationRequest(["你好"], "en", source="zh",
+                                                   guidance=Guidance(context=CONTEXT, instructions=("x",))))
+        await service.translate(TranslationRequest(["你好"], "en", source="zh"))
     assert len(engine.calls) == 1 and not engine.calls[0].guidance  # the second was a cache hit
 
 

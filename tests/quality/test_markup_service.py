@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from mtserve.engines.base import PromptTooLong
-from mtserve.service.translator import Usage
+from mtserve.service.request import Delta, TranslationRequest, Usage
 from mtserve.text.html import TagHandling
 from tests.fakes import FakeEngine
 from tests.quality.helpers import ScriptedEngine, counter, service_for
@@ -32,7 +32,8 @@ def run(engine, tmp_path, texts, source="zh", target="en", fmt="text", mode="con
 
     async def main():
         async with service_for(engine, tmp_path, markup_mode=mode) as service:
-            results = await service.translate(texts, source, target, fmt, usage=usage, **kwargs)
+            results = await service.translate(TranslationRequest(texts, target, source=source, format=fmt,
+                                                                 **kwargs), usage)
             return service, [r.text for r in results]
 
     service, outputs = asyncio.run(main())
@@ -96,8 +97,10 @@ def test_spacing_at_tag_edges_follows_the_target(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path, markup_mode="context") as service:
-            [en] = await service.translate(["<p>点击<a href=/s>这里</a>保存。</p>"], "zh", "en", "html")
-            [zh] = await service.translate(["<p>Click <b>here</b> to save.</p>"], "en", "zh", "html")
+            [en] = await service.translate(TranslationRequest(["<p>点击<a href=/s>这里</a>保存。</p>"], "en",
+                                                              source="zh", format="html"))
+            [zh] = await service.translate(TranslationRequest(["<p>Click <b>here</b> to save.</p>"], "zh",
+                                                              source="en", format="html"))
             return en.text, zh.text
 
     en, zh = asyncio.run(main())
@@ -154,11 +157,12 @@ def test_streaming_shows_no_view_tags_and_ends_with_the_final_html(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path, markup_mode="context") as service:
-            return [e async for e in service.stream("<p>我喜欢<b>猫</b>。</p>", "zh", "en", "html")]
+            request = TranslationRequest.of("<p>我喜欢<b>猫</b>。</p>", "en", source="zh", format="html")
+            return [e async for e in service.stream(request)]
 
     events = asyncio.run(main())
-    assert not any("<b1>" in e.data.get("text", "") for e in events if e.kind == "delta")
-    assert events[-1].data["translatedText"] == "<p>I like <b>cats</b>.</p>"
+    assert not any("<b1>" in e.text for e in events if isinstance(e, Delta))
+    assert events[-1].translation.text == "<p>I like <b>cats</b>.</p>"
 
 
 def _llamacpp(tmp_path, **kwargs):
@@ -237,9 +241,9 @@ def test_transfer_mode_translates_without_tags_then_puts_them_into_that_translat
     async def main():
         async with service_for(engine, tmp_path, markup_mode="transfer") as service:
             usage = Usage()
-            [tagged] = await service.translate(["<p>他<i>昨天</i>去了<b>北京</b>。</p>"], "zh", "en", "html",
-                                               usage=usage)
-            [plain] = await service.translate(["他昨天去了北京。"], "zh", "en")
+            [tagged] = await service.translate(TranslationRequest(["<p>他<i>昨天</i>去了<b>北京</b>。</p>"], "en",
+                                                                  source="zh", format="html"), usage)
+            [plain] = await service.translate(TranslationRequest(["他昨天去了北京。"], "en", source="zh"))
             return tagged.text, plain.text, usage
 
     tagged, plain, usage = asyncio.run(main())
@@ -266,8 +270,8 @@ def test_transfer_mode_falls_back_when_the_translation_changes(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path, markup_mode="transfer") as service:
-            [tagged] = await service.translate(["<p>他<i>昨天</i>去了<b>北京</b>。</p>"], "zh", "en", "html",
-                                               usage=usage)
+            [tagged] = await service.translate(TranslationRequest(["<p>他<i>昨天</i>去了<b>北京</b>。</p>"], "en",
+                                                                  source="zh", format="html"), usage)
             return tagged.text
 
     assert asyncio.run(main()) == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"

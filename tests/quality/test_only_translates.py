@@ -12,6 +12,7 @@ import asyncio
 import pytest
 
 from mtserve.service.guardrails import check
+from mtserve.service.request import TranslationRequest
 from mtserve.text.encoding import repair_mojibake
 from tests.quality.helpers import ScriptedEngine, counter, service_for, translate_once
 
@@ -88,7 +89,7 @@ def test_the_service_detects_and_translates_the_repaired_text(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path) as service:
-            [result] = await service.translate([MOJIBAKE], "auto", "en")
+            [result] = await service.translate(TranslationRequest([MOJIBAKE], "en", source="auto"))
             detected = service.detect(MOJIBAKE)
             return service, result, detected
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from mtserve.service.guardrails import check, dropped_sentence
-from mtserve.service.translator import Usage
+from mtserve.service.request import SegmentDone, TranslationRequest, Usage
 from tests.fakes import FakeEngine
 from tests.quality.helpers import ScriptedEngine, counter, service_for
 
@@ -25,7 +25,7 @@ def run(engine, tmp_path, texts, source="zh", target="en", fmt="text", budget=40
 
     async def main():
         async with service_for(engine, tmp_path, segment_budget_chars=budget, **settings) as service:
-            results = await service.translate(texts, source, target, fmt, usage=usage)
+            results = await service.translate(TranslationRequest(texts, target, source=source, format=fmt), usage)
             return service, [r.text for r in results]
 
     service, outputs = asyncio.run(main())
@@ -74,9 +74,10 @@ def test_a_dropped_sentence_is_caught_and_the_segment_redone_sentence_by_sentenc
     async def main():
         usage = Usage()
         async with service_for(engine, tmp_path, segment_budget_chars=400) as service:
-            [first] = await service.translate([UI_ZH], "zh", "en", usage=usage)
+            [first] = await service.translate(TranslationRequest([UI_ZH], "en", source="zh"), usage)
             calls = len(engine.calls)
-            [again] = await service.translate([UI_ZH], "zh", "en")  # the fallback's answer is cached
+            [again] = await service.translate(TranslationRequest([UI_ZH], "en",
+                                                                 source="zh"))  # the fallback's answer is cached
             return service, first.text, again.text, calls, usage
 
     service, out, again, calls, usage = asyncio.run(main())
@@ -109,12 +110,13 @@ def test_streaming_sends_a_group_as_one_segment(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path, segment_budget_chars=400) as service:
-            return [event async for event in service.stream(UI_ZH + "\n" + UI_ZH, "zh", "en")]
+            request = TranslationRequest.of(UI_ZH + "\n" + UI_ZH, "en", source="zh")
+            return [event async for event in service.stream(request)]
 
     events = asyncio.run(main())
-    segments = [e.data for e in events if e.kind == "segment"]
-    assert [s["text"] for s in segments] == [TABLE[UI_ZH]] * 2
-    assert events[-1].data["translatedText"] == TABLE[UI_ZH] + "\n" + TABLE[UI_ZH]
+    segments = [e for e in events if isinstance(e, SegmentDone)]
+    assert [s.text for s in segments] == [TABLE[UI_ZH]] * 2
+    assert events[-1].translation.text == TABLE[UI_ZH] + "\n" + TABLE[UI_ZH]
     assert len(engine.calls) == 2
 
 
@@ -156,10 +158,11 @@ def test_a_short_request_still_runs_after_at_most_one_segment_of_a_grouped_docum
                         break
                     await asyncio.sleep(0.002)
                 arrived_after = len(engine.calls)
-                await service.translate(["Hi there."], "en", "de")
+                await service.translate(TranslationRequest(["Hi there."], "de", source="en"))
                 return arrived_after
 
-            _, arrived_after = await asyncio.gather(service.translate([document], "en", "de"), short())
+            _, arrived_after = await asyncio.gather(service.translate(TranslationRequest([document], "de",
+                                                                                         source="en")), short())
             return arrived_after
 
     arrived_after = asyncio.run(main())

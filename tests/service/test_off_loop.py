@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from mtserve.service import translator
+from mtserve.service import planning
 from mtserve.service.metrics import Metrics, watch_event_loop
-from mtserve.service.translator import OFF_LOOP_CHARS, Usage
+from mtserve.service.planning import OFF_LOOP_CHARS
+from mtserve.service.request import TranslationRequest, Usage
 from mtserve.text import abandon
 from tests.fakes import FakeEngine
 from tests.quality.helpers import service_for
@@ -25,13 +26,13 @@ LONG = "我们明天去上海开会，然后回北京。" * (OFF_LOOP_CHARS // 1
 def _spy_on_planning(monkeypatch) -> list[int]:
     """The thread ids that cut text into segments, in order."""
     threads: list[int] = []
-    split_text = translator.split_text
+    split_text = planning.split_text
 
     def spy(*args, **kwargs):
         threads.append(threading.get_ident())
         return split_text(*args, **kwargs)
 
-    monkeypatch.setattr(translator, "split_text", spy)
+    monkeypatch.setattr(planning, "split_text", spy)
     return threads
 
 
@@ -40,9 +41,9 @@ def test_a_long_text_is_planned_off_the_loop_and_a_short_one_on_it(tmp_path, mon
 
     async def main() -> int:
         async with service_for(FakeEngine(), tmp_path) as service:
-            await service.translate([SHORT], "zh", "en")
-            await service.translate([LONG], "zh", "en")
-            async for _ in service.stream(LONG, "zh", "en"):
+            await service.translate(TranslationRequest([SHORT], "en", source="zh"))
+            await service.translate(TranslationRequest([LONG], "en", source="zh"))
+            async for _ in service.stream(TranslationRequest.of(LONG, "en", source="zh")):
                 pass
         return threading.get_ident()
 
@@ -56,11 +57,11 @@ def test_off_the_loop_the_answer_and_the_usage_are_the_same(tmp_path, monkeypatc
     async def run() -> tuple[list[str], Usage]:
         usage = Usage()
         async with service_for(FakeEngine(), tmp_path, segment_budget_chars=0) as service:  # a segment a sentence
-            results = await service.translate([LONG, LONG[:-1], SHORT], "zh", "en", usage=usage)
+            results = await service.translate(TranslationRequest([LONG, LONG[:-1], SHORT], "en", source="zh"), usage)
         return [r.text for r in results], usage
 
     off_loop, off_usage = asyncio.run(run())
-    monkeypatch.setattr(translator, "OFF_LOOP_CHARS", 10 ** 9)  # everything on the loop
+    monkeypatch.setattr(planning, "OFF_LOOP_CHARS", 10 ** 9)  # everything on the loop
     on_loop, on_usage = asyncio.run(run())
     assert off_loop == on_loop
     assert off_usage.segments == on_usage.segments == 2 * LONG.count("。") + 1
@@ -74,9 +75,10 @@ def test_with_a_translation_memory_for_the_pair_even_a_short_text_is_planned_off
     async def main() -> int:
         async with service_for(FakeEngine(), tmp_path) as service:
             service.memory.add([("打开设置", "Open the settings")], "zh", "en", origin="test")
-            await service.translate([SHORT], "zh", "en")  # the memory's lookups: off the loop
-            await service.translate([SHORT], "zh", "en", tm=False)  # no memory: on it
-            await service.translate(["Hallo."], "de", "en")  # no entries for the pair: on it
+            await service.translate(TranslationRequest([SHORT], "en",
+                                                       source="zh"))  # the memory's lookups: off the loop
+            await service.translate(TranslationRequest([SHORT], "en", source="zh", memory=False))  # no memory: on it
+            await service.translate(TranslationRequest(["Hallo."], "en", source="de"))  # no entries for the pair: on it
         return threading.get_ident()
 
     loop_thread = asyncio.run(main())
@@ -108,7 +110,7 @@ def test_planning_stops_when_its_request_is_cancelled(tmp_path, monkeypatch) -> 
     """A deleted job's or a gone client's text is not cut to the end in a thread nobody waits for."""
     started, ended = threading.Event(), threading.Event()
     outcome: list[str] = []
-    split_text = translator.split_text
+    split_text = planning.split_text
 
     def spy(*args, **kwargs):
         started.set()
@@ -123,12 +125,12 @@ def test_planning_stops_when_its_request_is_cancelled(tmp_path, monkeypatch) -> 
         finally:
             ended.set()
 
-    monkeypatch.setattr(translator, "split_text", spy)
+    monkeypatch.setattr(planning, "split_text", spy)
     huge = "a b\n" * 500_000  # seconds of cutting: a subtitle cue as tests/hostile/files.py sends one
 
     async def main() -> None:
         async with service_for(FakeEngine(), tmp_path) as service:
-            task = asyncio.create_task(service.translate([huge], "en", "zh"))
+            task = asyncio.create_task(service.translate(TranslationRequest([huge], "zh", source="en")))
             await asyncio.to_thread(started.wait, 30)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

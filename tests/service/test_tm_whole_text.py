@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from mtserve.service.translator import Usage
+from mtserve.service.request import TranslationRequest, Usage
 from tests.quality.helpers import ScriptedEngine, counter, service_for
 
 TWO_SENTENCES = "文件已保存。要关闭窗口吗？"
@@ -20,9 +20,10 @@ def test_a_text_of_several_sentences_matches_an_entry_whole(tmp_path) -> None:
         async with service_for(engine, tmp_path) as service:
             service.memory.add([(TWO_SENTENCES, STORED)], "zh", "en", origin="test")
             usage = Usage()
-            [whole] = await service.translate(["  " + TWO_SENTENCES + "\n"], "zh", "en", usage=usage)
-            [off] = await service.translate([TWO_SENTENCES], "zh", "en", tm=False)
-            [part] = await service.translate(["文件已保存。"], "zh", "en")
+            [whole] = await service.translate(TranslationRequest(["  " + TWO_SENTENCES + "\n"], "en",
+                                                                 source="zh"), usage)
+            [off] = await service.translate(TranslationRequest([TWO_SENTENCES], "en", source="zh", memory=False))
+            [part] = await service.translate(TranslationRequest(["文件已保存。"], "en", source="zh"))
             return whole.text, usage, off.text, part.text, counter(service, "mtserve_tm_exact_matches_total")
 
     whole, usage, off, part, exact = asyncio.run(main())
@@ -43,7 +44,8 @@ def test_a_stored_sentence_with_a_placeholder_is_served_inside_a_longer_segment(
         async with service_for(engine, tmp_path) as service:
             service.memory.add([("无法打开文件 %s。", "Cannot open the file %s.")], "zh", "en", origin="test")
             usage = Usage()
-            [out] = await service.translate(["无法打开文件 %s。请稍后再试。"], "zh", "en", usage=usage)
+            request = TranslationRequest(["无法打开文件 %s。请稍后再试。"], "en", source="zh")
+            [out] = await service.translate(request, usage)
             return out.text, usage
 
     out, usage = asyncio.run(main())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from mtserve.service.request import Delta, TranslationRequest
 from mtserve.text.chinese import has_japanese_kanji, is_traditional, to_simplified, to_traditional, variant
 from tests.quality.helpers import ScriptedEngine, service_for
 
@@ -40,19 +41,19 @@ def test_traditional_input_reaches_the_model_as_simplified_and_zt_output_is_conv
 
     async def main():
         async with service_for(engine, tmp_path) as service:
-            to_en = await service.translate(["這是一本書。"], "zt", "en")
-            auto = await service.translate(["這是一本書。"], "auto", "en")
-            to_zt = await service.translate(["This is a book."], "en", "zt")
-            to_zh = await service.translate(["This is a book."], "en", "zh")
-            streamed = [e async for e in service.stream("This is a novel.", "en", "zt")]
+            to_en = await service.translate(TranslationRequest(["這是一本書。"], "en", source="zt"))
+            auto = await service.translate(TranslationRequest(["這是一本書。"], "en", source="auto"))
+            to_zt = await service.translate(TranslationRequest(["This is a book."], "zt", source="en"))
+            to_zh = await service.translate(TranslationRequest(["This is a book."], "zh", source="en"))
+            streamed = [e async for e in service.stream(TranslationRequest.of("This is a novel.", "zt", source="en"))]
             return to_en, auto, to_zt, to_zh, streamed
 
     to_en, auto, to_zt, to_zh, streamed = asyncio.run(main())
     assert to_en[0].text == "This is a book."
     assert auto[0].source == "zt" and auto[0].detected.language == "zt"
     assert to_zt[0].text == "這是一本書。" and to_zh[0].text == "这是一本书。"
-    assert streamed[-1].data["translatedText"] == "這是一本書。"
-    deltas = "".join(e.data["text"] for e in streamed if e.kind == "delta")
+    assert streamed[-1].translation.text == "這是一本書。"
+    deltas = "".join(e.text for e in streamed if isinstance(e, Delta))
     assert deltas == "這是一本書。" and "这" not in deltas  # the deltas are converted too
     first_call = engine.calls[0]
     assert first_call.text == "这是一本书。" and first_call.source == "zh"
@@ -64,13 +65,14 @@ def test_simplified_and_traditional_convert_without_the_model(tmp_path):
 
     async def main():
         async with service_for(engine, tmp_path) as service:
-            to_zt = await service.translate(["我们去北京，这是一本书。"], "zh", "zt", alternatives=2)
-            to_zh = await service.translate(["我們去台北。"], "zt", "zh")
-            streamed = [e async for e in service.stream("这是一本书。", "zh", "zt")]
+            to_zt = await service.translate(TranslationRequest(["我们去北京，这是一本书。"], "zt", source="zh",
+                                                               alternatives=2))
+            to_zh = await service.translate(TranslationRequest(["我們去台北。"], "zh", source="zt"))
+            streamed = [e async for e in service.stream(TranslationRequest.of("这是一本书。", "zt", source="zh"))]
             return to_zt, to_zh, streamed
 
     to_zt, to_zh, streamed = asyncio.run(main())
     assert to_zt[0].text == "我們去北京，這是一本書。" and to_zt[0].alternatives == []
     assert to_zh[0].text == "我们去台北。"
-    assert streamed[-1].data["translatedText"] == "這是一本書。"
+    assert streamed[-1].translation.text == "這是一本書。"
     assert engine.calls == []
