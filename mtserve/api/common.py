@@ -38,7 +38,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
-from mtserve.documents.jobs import Job, JobStore
+from mtserve.documents.jobs import ALL_OWNERS, Job, JobStore
 from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
 from mtserve.service.runtime import Runtime
 from mtserve.service.translator import Guidance, StreamEvent, Translation, TranslationService, Usage
@@ -469,6 +469,12 @@ def admit(request: Request, body_key: str | None = None) -> None:
 def key_id_of(request: Request) -> str | None:
     """The id of the API key that admit() or authorize() accepted for this request; None without one."""
     return getattr(request.state, "key_id", None)
+
+
+def job_owner(request: Request) -> str | None:
+    """Whose document jobs this caller reaches (after admit() or authorize()): its key's, or those of
+    callers without a key; every job while API keys are off."""
+    return key_id_of(request) if runtime_of(request).access.enabled else ALL_OWNERS
 
 
 def authorize(request: Request, *, required: bool = False) -> None:

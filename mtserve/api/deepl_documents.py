@@ -7,7 +7,9 @@ mtserve's ``context``, which replaces the format's own default context) answers
 with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
 ``seconds_remaining`` and ``billed_characters``; the result
 (``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
-wrong key is a 403 and an unknown id a 404, as DeepL answers.
+wrong key is a 403 and an unknown id a 404, as DeepL answers. With API keys on,
+a document belongs to the key that uploaded it: to any other caller its id is
+unknown (404), whatever ``document_key`` it sends.
 
 The documents are mtserve's document jobs: the same job store, formats, limits
 and queue as ``/jobs`` and ``/translate_file``.
@@ -22,7 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from mtserve.api.common import Upload, admit, guidance_of, queue_document, read_upload, service_of
+from mtserve.api.common import Upload, admit, guidance_of, job_owner, queue_document, read_upload, service_of
 from mtserve.api.deepl import fields_of, formality_of, to_mtserve
 from mtserve.api.errors import ApiError
 from mtserve.documents.base import DocumentError
@@ -85,10 +87,10 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
 
 
 async def _job(request: Request, document_id: str) -> Job:
-    """The job for an id and its key: 404 for an unknown id, 403 for a wrong key."""
+    """The job for an id and its key: 404 for an unknown id (or another API key's), 403 for a wrong key."""
     admit(request, None)
     store = jobs_of(request)
-    job = store.get(document_id)
+    job = store.get(document_id, job_owner(request))
     if job is None:
         raise ApiError(404, f"Document not found: {document_id!r} (it never existed, was downloaded, "
                             f"or expired after {store.ttl_s:g} s)")
