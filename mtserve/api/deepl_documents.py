@@ -51,8 +51,26 @@ async def upload_document(request: Request):
     if "multipart/form-data" not in request.headers.get("content-type", ""):
         raise ApiError(400, "Send the document as multipart/form-data with fields file and target_lang")
     too_big = f"The document is over {store.settings.files_max_mb:g} MB, the limit (MTSERVE_FILES_MAX_MB)"
-    upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big)
+    upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big,
+                               check_file=lambda filename, fields: _check_format_early(store, filename, fields))
     return await _queue(request, store, upload)
+
+
+def _check_format_early(store: JobStore, part_filename: str, fields: dict[str, str]) -> None:
+    """Refuse a document of a format the server does not take before its bytes are read.
+
+    DeepL's ``filename`` field names the file instead of the part's name: sent before the file, it
+    is the one checked. A part's name without an extension waits for the field (a browser names a
+    Blob "blob"); one with an extension the server does not take is refused now, so send
+    ``filename`` before the file to rename such a file.
+    """
+    named = fields.get("filename")
+    if not named and not PurePath(part_filename).suffix:
+        return
+    try:
+        format_for(PurePath(named or part_filename).name, store.formats)
+    except DocumentError as exc:
+        raise ApiError(400, str(exc)) from None
 
 
 async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:

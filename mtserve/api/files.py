@@ -39,6 +39,7 @@ from mtserve.api.common import (
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge
 from mtserve.documents.jobs import Job, JobStatus, JobStore, redacted_download
+from mtserve.documents.registry import format_for
 from mtserve.settings import Settings
 
 router = APIRouter()
@@ -162,7 +163,8 @@ async def _submit(request: Request) -> Job:
     elif access.enabled and access.require_key:
         gate = KeyGate(request, store.settings.max_body_bytes)
     try:
-        upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big, gate=gate)
+        upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big, gate=gate,
+                                   check_file=lambda filename, _: format_for(filename, store.formats))
     except BodyTooLarge:
         raise ApiError(413, too_big) from None
     fields = upload.fields

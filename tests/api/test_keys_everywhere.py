@@ -3,7 +3,6 @@ is checked before its body is read (issue 14, defect 10)."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 from mtserve.service.access import KeyStore
 from tests.fakes import FakeEngine
 from tests.hostile.bodies import BOUNDARY, MULTIPART, multipart
-from tests.servers import serve
+from tests.servers import raw_request, serve
 
 
 @pytest.fixture(scope="module")
@@ -79,34 +78,6 @@ def test_metrics_can_be_protected_and_are_open_by_default(tmp_path) -> None:
 
 
 # --- the key before the body ---------------------------------------------------------------------
-def raw_request(url: str, head: str, body_start: bytes, timeout_s: float = 5.0) -> bytes:
-    """Send the head and only the start of the body, then read the server's answer, head and body.
-
-    A server that waits for the whole body before checking the key answers nothing in time.
-    """
-    host, port = url.removeprefix("http://").split(":")
-    answer = b""
-    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
-        sock.sendall(head.encode() + body_start)
-        try:
-            while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _length(answer):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                answer += chunk
-        except TimeoutError:
-            pass
-    return answer
-
-
-def _length(answer: bytes) -> int:
-    for line in answer.partition(b"\r\n\r\n")[0].split(b"\r\n"):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return int(value)
-    return 0
-
-
 def upload_head(path: str, length: int, extra: str = "") -> str:
     return (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {MULTIPART}\r\n"
             f"Content-Length: {length}\r\n{extra}\r\n")
