@@ -47,7 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
-from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
+from mtserve.documents.base import (
+    Document,
+    DocumentError,
+    LimitExceeded,
+    StorageUnavailable,
+    TooManyDocuments,
+    storage_problem,
+)
 from mtserve.documents.job_records import InstanceLocks, JobRecords
 from mtserve.documents.registry import enabled_formats, extensions_of, format_for
 from mtserve.documents.runner import translate_document
@@ -231,6 +238,7 @@ class JobStore:
         self._slots = asyncio.Semaphore(max(1, self.settings.files_jobs))
         self._wake_writer = asyncio.Event()
         await asyncio.to_thread(self._make_dirs)
+        await asyncio.to_thread(self._secret)  # written now, not by the first upload (the disk may be full then)
         for row in await asyncio.to_thread(self._take_over):
             job = Job.from_record(row)
             self._track(job)
@@ -360,9 +368,11 @@ class JobStore:
         try:
             await asyncio.to_thread(self.records.insert,
                                     {**job.record(), "glossary": glossary, "instance": self.instance})
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 upload.unlink()
+            if (problem := storage_problem(exc)) is not None:
+                raise problem from None
             raise
         self._track(job)
         job.task = asyncio.create_task(self._run(job, document, upload, glossary))
@@ -380,10 +390,21 @@ class JobStore:
         return count
 
     def _write(self, path: Path, data: bytes) -> None:
-        self._make_dirs()
+        """Write ``data`` whole or not at all; a full or unwritable disk is a StorageUnavailable, and
+        leaves no partial file behind."""
         partial = path.with_name(path.name + ".part")
-        partial.write_bytes(data)
-        partial.replace(path)
+        try:
+            self._make_dirs()
+            partial.write_bytes(data)
+            partial.replace(path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+            if (problem := storage_problem(exc)) is not None:
+                log.warning("could not store a document file", extra={"event": "files_write_error",
+                                                                      "error": exc.strerror or repr(exc)})
+                raise problem from None
+            raise
 
     async def _reload(self, job: Job, upload: Path) -> tuple[Document, dict[str, str] | None]:
         """A resumed job's document and glossary, from its upload and its record; DocumentError if gone."""
@@ -451,6 +472,8 @@ class JobStore:
             self._fail(job, str(exc), 400)
         except PromptTooLong as exc:
             self._fail(job, str(exc), 413)
+        except StorageUnavailable as exc:
+            self._fail(job, str(exc), 507)
         except DeadlineExceeded:
             self._fail(job, "the engine was too busy to translate the document in time; try again later", 504)
         except SchedulerStopped as exc:
