@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from mtserve.logs import JsonFormatter, TextFormatter, configure_logging
 
 
@@ -66,3 +68,19 @@ def test_auto_is_json_off_a_terminal_and_the_setting_can_force_either(monkeypatc
     assert isinstance(logging.getLogger().handlers[0].formatter, TextFormatter)
     configure_logging("info", "json")
     assert isinstance(logging.getLogger().handlers[0].formatter, JsonFormatter)
+
+
+@pytest.mark.parametrize("where", ["under a regular file", "a regular file"])
+def test_a_home_that_cannot_be_written_fails_at_once_in_one_line_naming_the_setting(tmp_path, where):
+    """Tests run as root, whom chmod does not stop: a path through a regular file fails for root too."""
+    regular = tmp_path / "not-a-directory"
+    regular.write_text("")
+    home = regular / "home" if where == "under a regular file" else regular
+    env = {**os.environ, "MTSERVE_HOME": str(home), "MTSERVE_MODEL": str(tmp_path / "absent.gguf")}
+    done = subprocess.run([sys.executable, "-m", "mtserve.cli", "serve", "--port", "0"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "MTSERVE_HOME" in lines[0] and "writ" in lines[0]
+    assert "Traceback" not in done.stderr and "absent.gguf" not in done.stderr  # before the model is looked at

@@ -17,7 +17,7 @@ from mtserve import __version__
 from mtserve.api.deepl import router as deepl_router
 from mtserve.api.deepl_documents import router as deepl_documents_router
 from mtserve.api.errors import BodyTooLarge, error_response, install_error_handlers
-from mtserve.api.files import UPLOAD_PATHS, upload_limit_bytes
+from mtserve.api.files import UPLOAD_PATHS, logged_path, upload_limit_bytes
 from mtserve.api.files import router as files_router
 from mtserve.api.libretranslate import router as libretranslate_router
 from mtserve.api.openai import router as openai_router
@@ -109,7 +109,7 @@ class RequestContextMiddleware:
             "event": "request",
             "request_id": request_id,
             "method": scope.get("method"),
-            "path": path,
+            "path": logged_path(path),  # a download URL is a permission: its token is not logged whole
             "status": status["code"],
             "duration_ms": round(elapsed_s * 1000, 1),
             "bytes_out": status["bytes"],

@@ -38,7 +38,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
-from mtserve.documents.jobs import Job, JobStore
+from mtserve.documents.jobs import ALL_OWNERS, Job, JobStore
 from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
 from mtserve.service.request import Done, Guidance, StreamEvent, Translation, TranslationRequest, Usage
 from mtserve.service.runtime import Runtime
@@ -473,6 +473,12 @@ def key_id_of(request: Request) -> str | None:
     return getattr(request.state, "key_id", None)
 
 
+def job_owner(request: Request) -> str | None:
+    """Whose document jobs this caller reaches (after admit() or authorize()): its key's, or those of
+    callers without a key; every job while API keys are off."""
+    return key_id_of(request) if runtime_of(request).access.enabled else ALL_OWNERS
+
+
 def authorize(request: Request, *, required: bool = False) -> None:
     """Check the key of a route that reads back work (a job, a download, the model list, metrics).
 
@@ -534,13 +540,16 @@ class KeyGate:
 
 
 async def read_upload(request: Request, *, max_file_bytes: int, limit_message: str,
-                      gate: UploadGate | None = None) -> Upload:
+                      gate: UploadGate | None = None,
+                      check_file: Callable[[str, dict[str, str]], None] | None = None) -> Upload:
     """A multipart upload of one file and a few fields, parsed as it streams in.
 
     The file may be ``max_file_bytes`` long (a 413 with ``limit_message`` the moment it is
     passed); other fields are at most ``UPLOAD_MAX_FIELD_BYTES`` each, ``UPLOAD_MAX_FIELDS`` in all.
     ``gate`` sees each field when it completes and the bytes read so far after each chunk, and
-    may stop the upload (an AccessDenied) before the rest of the body is read.
+    may stop the upload (an AccessDenied) before the rest of the body is read. ``check_file`` gets
+    the file's name (and the fields before it) as soon as its part's headers arrive, and may refuse
+    it (a DocumentError: a format the server does not take) before any of its bytes are read.
     """
     content_type, params = parse_options_header(request.headers.get("content-type"))
     boundary = params.get(b"boundary")
@@ -566,6 +575,8 @@ async def read_upload(request: Request, *, max_file_bytes: int, limit_message: s
             part["file"] = True
             upload.filename = _utf8(options[b"filename"], "the file name")
             upload.content = b""
+            if check_file is not None:
+                check_file(upload.filename, upload.fields)
         elif len(upload.fields) >= UPLOAD_MAX_FIELDS:
             raise bad(f"more than {UPLOAD_MAX_FIELDS} fields")
 

@@ -7,7 +7,9 @@ mtserve's ``context``, which replaces the format's own default context) answers
 with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
 ``seconds_remaining`` and ``billed_characters``; the result
 (``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
-wrong key is a 403 and an unknown id a 404, as DeepL answers.
+wrong key is a 403 and an unknown id a 404, as DeepL answers. With API keys on,
+a document belongs to the key that uploaded it: to any other caller its id is
+unknown (404), whatever ``document_key`` it sends.
 
 The documents are mtserve's document jobs: the same job store, formats, limits
 and queue as ``/jobs`` and ``/translate_file``.
@@ -22,7 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from mtserve.api.common import Upload, admit, guidance_of, queue_document, read_upload, service_of
+from mtserve.api.common import Upload, admit, guidance_of, job_owner, queue_document, read_upload, service_of
 from mtserve.api.deepl import fields_of, formality_of, to_mtserve
 from mtserve.api.errors import ApiError
 from mtserve.documents.base import DocumentError
@@ -49,8 +51,26 @@ async def upload_document(request: Request):
     if "multipart/form-data" not in request.headers.get("content-type", ""):
         raise ApiError(400, "Send the document as multipart/form-data with fields file and target_lang")
     too_big = f"The document is over {store.settings.files_max_mb:g} MB, the limit (MTSERVE_FILES_MAX_MB)"
-    upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big)
+    upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big,
+                               check_file=lambda filename, fields: _check_format_early(store, filename, fields))
     return await _queue(request, store, upload)
+
+
+def _check_format_early(store: JobStore, part_filename: str, fields: dict[str, str]) -> None:
+    """Refuse a document of a format the server does not take before its bytes are read.
+
+    DeepL's ``filename`` field names the file instead of the part's name: sent before the file, it
+    is the one checked. A part's name without an extension waits for the field (a browser names a
+    Blob "blob"); one with an extension the server does not take is refused now, so send
+    ``filename`` before the file to rename such a file.
+    """
+    named = fields.get("filename")
+    if not named and not PurePath(part_filename).suffix:
+        return
+    try:
+        format_for(PurePath(named or part_filename).name, store.formats)
+    except DocumentError as exc:
+        raise ApiError(400, str(exc)) from None
 
 
 async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
@@ -85,10 +105,10 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
 
 
 async def _job(request: Request, document_id: str) -> Job:
-    """The job for an id and its key: 404 for an unknown id, 403 for a wrong key."""
+    """The job for an id and its key: 404 for an unknown id (or another API key's), 403 for a wrong key."""
     admit(request, None)
     store = jobs_of(request)
-    job = store.get(document_id)
+    job = store.get(document_id, job_owner(request))
     if job is None:
         raise ApiError(404, f"Document not found: {document_id!r} (it never existed, was downloaded, "
                             f"or expired after {store.ttl_s:g} s)")

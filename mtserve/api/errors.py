@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mtserve.documents.base import DocumentError, LimitExceeded, TooManyDocuments
+from mtserve.documents.base import DocumentError, LimitExceeded, StorageUnavailable, TooManyDocuments
 from mtserve.engines.base import EngineError, PromptTooLong
 from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
 from mtserve.service.glossary import GlossaryError, GlossaryForbidden, GlossaryTooLarge, UnknownGlossary
@@ -154,6 +154,7 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (BodyTooLarge, ErrorStatus(413)),
     (LimitExceeded, ErrorStatus(413)),
     (TooManyDocuments, ErrorStatus(503, lambda exc: {"Retry-After": "30"})),
+    (StorageUnavailable, ErrorStatus(507)),  # the disk is full or read-only: no upload or result stored
     (DocumentError, ErrorStatus(400)),
     (QueueFull, ErrorStatus(503, _retry_after(lambda exc: exc.retry_after_s))),
     (SchedulerStopped, ErrorStatus(503, lambda exc: {"Retry-After": "5"})),

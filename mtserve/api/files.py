@@ -4,8 +4,10 @@
 document is translated, with ``{"translatedFileUrl": ...}``. For large files,
 ``POST /jobs`` answers at once (202) with a job; ``GET /jobs/{id}`` reports
 progress, ``GET /jobs/{id}/events`` streams it (server-sent events), and
-``DELETE /jobs/{id}`` cancels it (or deletes a finished one's result). The
-work itself lives in ``mtserve.documents``; these routes only parse and map.
+``DELETE /jobs/{id}`` cancels it (or deletes a finished one's result). With API
+keys on, a job is its uploader's key's: any other caller gets the 404 of an
+unknown id. The download URL is a capability that needs no key. The work itself
+lives in ``mtserve.documents``; these routes only parse and map.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from mtserve.api.common import (
     authorize,
     decode_json,
     guidance_of,
+    job_owner,
     json_max_depth,
     queue_document,
     read_upload,
@@ -35,7 +38,8 @@ from mtserve.api.common import (
     until_disconnect,
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge
-from mtserve.documents.jobs import Job, JobStatus, JobStore
+from mtserve.documents.jobs import Job, JobStatus, JobStore, redacted_download
+from mtserve.documents.registry import format_for
 from mtserve.settings import Settings
 
 router = APIRouter()
@@ -90,9 +94,19 @@ def jobs_of(request: Request) -> JobStore:
 
 
 def _download_url(request: Request, job: Job) -> str | None:
-    if job.result_name is None:
-        return None
-    return str(request.url_for("download_file", name=job.result_name))
+    """The result's URL: a capability, shown only to the job's owner, that downloads without a key."""
+    name = jobs_of(request).download_name(job)
+    return None if name is None else str(request.url_for("download_file", name=name))
+
+
+DOWNLOAD_PREFIX = "/download_file/"
+
+
+def logged_path(path: str) -> str:
+    """A request path fit for the log: a download's token is cut short (the URL is the permission)."""
+    if path.startswith(DOWNLOAD_PREFIX):
+        return DOWNLOAD_PREFIX + redacted_download(path[len(DOWNLOAD_PREFIX):])
+    return path
 
 
 def _iso(timestamp: float) -> str:
@@ -121,7 +135,8 @@ def job_json(request: Request, job: Job) -> dict[str, Any]:
 
 
 def _job_or_404(request: Request, job_id: str) -> Job:
-    job = jobs_of(request).get(job_id)
+    """The caller's job; another key's answers as no job does (404), so ids cannot be probed."""
+    job = jobs_of(request).get(job_id, job_owner(request))
     if job is None:
         raise ApiError(404, f"no job {shown(job_id)}: it never existed, was deleted, or expired "
                             f"(results are kept {jobs_of(request).ttl_s:g} s)")
@@ -148,7 +163,8 @@ async def _submit(request: Request) -> Job:
     elif access.enabled and access.require_key:
         gate = KeyGate(request, store.settings.max_body_bytes)
     try:
-        upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big, gate=gate)
+        upload = await read_upload(request, max_file_bytes=store.max_bytes, limit_message=too_big, gate=gate,
+                                   check_file=lambda filename, _: format_for(filename, store.formats))
     except BodyTooLarge:
         raise ApiError(413, too_big) from None
     fields = upload.fields
@@ -206,15 +222,16 @@ async def translate_file(request: Request):
 
 @router.get("/download_file/{name}", name="download_file", responses=NOT_FOUND)
 async def download_file(request: Request, name: str):
-    """A translated document, while it lasts."""
-    authorize(request)
+    """A translated document, while it lasts. The URL is the permission (LibreTranslate's clients
+    fetch it without a key): only the job's owner is ever shown it."""
     store = jobs_of(request)
-    path = store.result_path(name)
-    if path is None:
-        raise ApiError(404, f"no translated file {shown(name)}: the name is wrong or the file expired "
-                            f"(files are kept {store.ttl_s:g} s); translate the document again")
+    found = store.download(name)
+    if found is None:
+        raise ApiError(404, f"no translated file {shown(redacted_download(name))}: the name is wrong or the "
+                            f"file expired (files are kept {store.ttl_s:g} s); translate the document again")
+    path, filename = found
     media = _MEDIA_TYPES.get(path.suffix.lstrip("."), "application/octet-stream")
-    return FileResponse(path, media_type=media, filename=store.download_filename(name))
+    return FileResponse(path, media_type=media, filename=filename)
 
 
 _MEDIA_TYPES = {

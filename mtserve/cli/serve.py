@@ -7,6 +7,8 @@ import errno
 import signal
 import socket
 import sys
+import tempfile
+from pathlib import Path
 
 from mtserve import __version__
 from mtserve.cli.common import (
@@ -38,6 +40,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     configure_logging(settings.log_level, settings.log_format)
+    if (problem := home_problem(settings.home)) is not None:  # before anything is written or loaded
+        return fail(problem)
     if settings.ray:
         return _serve_on_ray(settings)
     try:  # before the model loads: a port in use is said at once, in one line
@@ -60,6 +64,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
                             http=JSONErrorsH11Protocol, timeout_graceful_shutdown=settings.shutdown_grace_s)
     uvicorn.Server(config).run(sockets=[listener])
     return 0
+
+
+def home_problem(home: Path) -> str | None:
+    """Why the server could not keep its files (keys, jobs, uploads, memory) under ``home``, in one
+    line that names the setting; None when it can write there."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=home):
+            pass
+    except OSError as exc:
+        return (f"MTSERVE_HOME ({home}) is not a directory mtserve can write to ({exc.strerror or exc}); "
+                "set MTSERVE_HOME (or --home) to a writable directory")
+    return None
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -10,7 +10,9 @@ format knows its structure and nothing of engines; the runner
 from __future__ import annotations
 
 import codecs
+import errno
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +32,36 @@ class LimitExceeded(DocumentError):
 
 class TooManyDocuments(RuntimeError):
     """Every place in the document queue is taken: the API answers 503 with Retry-After."""
+
+
+class StorageUnavailable(RuntimeError):
+    """The server's disk is full, or its storage cannot be written: an upload or a result could not be
+    stored (the API answers 507). The message names no path."""
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
+_SQLITE_FULL = {sqlite3.SQLITE_FULL}
+_SQLITE_NOT_WRITABLE = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
+OUT_OF_DISK = ("the server is out of disk space and could not store the document; try again later, or ask the "
+               "server's operator to free space under MTSERVE_HOME")
+NOT_WRITABLE = ("the server could not store the document: its storage (MTSERVE_HOME) is read-only or not "
+                "writable; ask the server's operator to fix it")
+
+
+def storage_problem(exc: BaseException) -> StorageUnavailable | None:
+    """A StorageUnavailable for a write that failed for lack of disk or of permission; None for any
+    other failure, which stays the fault it is."""
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", -1) & 0xFF  # the primary code of an extended one
+        if code in _SQLITE_FULL:
+            return StorageUnavailable(OUT_OF_DISK)
+        return StorageUnavailable(NOT_WRITABLE) if code in _SQLITE_NOT_WRITABLE else None
+    if isinstance(exc, OSError):
+        if exc.errno in _FULL:
+            return StorageUnavailable(OUT_OF_DISK)
+        return StorageUnavailable(NOT_WRITABLE) if exc.errno in _NOT_WRITABLE else None
+    return None
 
 
 @dataclass

@@ -19,7 +19,7 @@ from lxml import etree
 
 from mtserve.documents.base import Decoded, Document, DocumentError, Output, decode_text
 from mtserve.documents.limits import budget, check_markup
-from mtserve.documents.office import Archive, open_zip, parse_part, rewrite_zip, serialize
+from mtserve.documents.office import Archive, open_zip, parse_part, refuse_markup_entities, rewrite_zip, serialize
 from mtserve.documents.plain import set_html_lang
 from mtserve.text.html import HtmlDocument, parse_html
 
@@ -107,6 +107,7 @@ def read_epub(data: bytes) -> EpubDocument:
         read.add(path)
         decoded = decode_text(archive.read(path, limits.max_xml_bytes, "MTSERVE_FILES_MAX_XML_MB"), ".epub")
         check_markup(decoded.text, f"{path} in the .epub file")
+        refuse_markup_entities(decoded.text, path, "epub")
         parsed = parse_html(decoded.text)
         chapters.append(_Chapter(path, decoded, parsed))
         count += len(parsed.segments)

@@ -4,8 +4,9 @@ A job's record is written when its upload is accepted (before the 202 goes
 out), then after each change: status, progress per chunk, the result or the
 error. Writes come from a worker thread and may arrive out of order, so each
 carries the job's version and an older one never overwrites a newer one. The
-request's glossary (with a named glossary already merged in) is written once,
-with the job, and read back only to resume it after a restart.
+request's glossary (with a named glossary already merged in) and the job's
+owner (an API key id) are written once, with the job; the glossary is read
+back only to resume it after a restart.
 
 Several processes may share one ``$MTSERVE_HOME`` (Ray Serve replicas on one
 node). Each job's record names the process that runs it, and each process
@@ -49,7 +50,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     finished_at REAL,
     instance TEXT,
     chars INTEGER NOT NULL DEFAULT 0,
-    guidance TEXT
+    guidance TEXT,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_by_finish ON jobs (finished_at);
 """
@@ -57,9 +59,11 @@ CREATE INDEX IF NOT EXISTS jobs_by_finish ON jobs (finished_at);
 MUTABLE = ("version", "status", "total", "done", "section", "error", "error_status", "detected", "result_name",
            "result_filename", "notes", "upload", "finished_at")
 COLUMNS = ("id", "filename", "format", "source", "target", "glossary", "created_at", "instance", "chars",
-           "guidance", *MUTABLE)
-# columns a file made by an older mtserve lacks; guidance: the request's context, instructions and formality
-ADDED_COLUMNS = {"chars": "INTEGER NOT NULL DEFAULT 0", "guidance": "TEXT"}
+           "guidance", "owner", *MUTABLE)
+# columns a file made by an older mtserve lacks; guidance: the request's context, instructions and formality;
+# owner: the API key that uploaded the job (NULL in an older file: a caller without a key, which is the
+# narrowest reading; see mtserve.documents.jobs)
+ADDED_COLUMNS = {"chars": "INTEGER NOT NULL DEFAULT 0", "guidance": "TEXT", "owner": "TEXT"}
 LISTED = tuple(c for c in COLUMNS if c != "glossary")  # a listing leaves each job's glossary on disk
 
 

@@ -3,11 +3,18 @@
 A job's files live under ``HOME/files`` (``uploads/`` while it is queued or
 running, ``results/`` once it is done); its record lives in SQLite
 (``HOME/jobs.sqlite3``, ``mtserve.documents.job_records``), written before the
-upload is answered and after every change, from a worker thread. A result's
-name starts with its job's random id, so its download URL is unguessable, as
-LibreTranslate's is. A cleanup task deletes the records, results and leftover
-uploads of jobs ``files_ttl_s`` after they finished: records and files go
-together.
+upload is answered and after every change, from a worker thread. A cleanup task
+deletes the records, results and leftover uploads of jobs ``files_ttl_s`` after
+they finished: records and files go together.
+
+A job belongs to the API key that uploaded it (``owner``, the key's public id;
+None for a caller without a key, or any caller while keys are off), and only
+that owner finds it by id (``get``). Its result is downloaded by a name that
+starts with a token of 256 bits that is not the job id (an HMAC of the id under
+a secret kept under HOME, as DeepL's document keys are, so it survives a
+restart): the download URL is a capability, handed only to the owner, which
+works without a key (LibreTranslate's clients fetch it bare) and which the logs
+never print whole (``redacted_download``).
 
 A restart loses nothing a client was promised. On start every record is read
 back; a job that was queued or running when the server stopped (cleanly or
@@ -26,6 +33,7 @@ never starts; running, its current chunk's engine work is stopped.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import enum
 import hashlib
@@ -39,7 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
-from mtserve.documents.base import Document, DocumentError, LimitExceeded, TooManyDocuments
+from mtserve.documents.base import (
+    Document,
+    DocumentError,
+    LimitExceeded,
+    StorageUnavailable,
+    TooManyDocuments,
+    storage_problem,
+)
 from mtserve.documents.job_records import InstanceLocks, JobRecords
 from mtserve.documents.registry import enabled_formats, extensions_of, format_for
 from mtserve.documents.runner import translate_document
@@ -53,7 +68,11 @@ from mtserve.text.detect import Detection
 log = logging.getLogger(__name__)
 
 RESULT_NAME = re.compile(r"[0-9a-f]{32}\.[A-Za-z0-9_-]{1,80}\.[A-Za-z0-9_-]{1,16}\.[a-z0-9]{1,8}")
+DOWNLOAD_TOKEN_CHARS = 43  # 32 bytes of HMAC, URL-safe base64 without padding
+DOWNLOAD_NAME = re.compile(r"[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{1,80}\.[A-Za-z0-9_-]{1,16}\.[a-z0-9]{1,8}")
+DOWNLOAD_SHOWN_CHARS = 4  # of a download token, in a log line: enough to tell two apart, far from enough to use
 JOB_ID = re.compile(r"[0-9a-f]{32}")
+ALL_OWNERS = "*"  # get()'s owner while API keys are off: every job is every caller's (key ids are hex)
 SERVICE_WAIT_S = 600.0  # how long a job waits for the engine to (re)start before it fails
 RESUMED_NOTE = "the server restarted before this document was finished; it was translated again from the start"
 
@@ -91,6 +110,7 @@ class Job:
     created_at: float = field(default_factory=time.time)
     finished_at: float | None = None
     upload: str | None = None  # the file under uploads/ while the job is queued or running
+    owner: str | None = None  # the id of the API key that uploaded it; None: a caller without a key
     # the request's context, instructions and formality (None: none; the format's default context applies)
     guidance: Guidance | None = None
     task: asyncio.Task | None = field(default=None, repr=False)
@@ -112,7 +132,7 @@ class Job:
                 "error_status": self.error_status, "detected": detected, "result_name": self.result_name,
                 "result_filename": self.result_filename, "notes": list(self.notes), "upload": self.upload,
                 "created_at": self.created_at, "finished_at": self.finished_at, "chars": self.chars,
-                "guidance": None if self.guidance is None else {
+                "owner": self.owner, "guidance": None if self.guidance is None else {
                     "context": self.guidance.context, "instructions": list(self.guidance.instructions),
                     "formality": self.guidance.formality}}
 
@@ -127,9 +147,22 @@ class Job:
                    result_name=row["result_name"], result_filename=row["result_filename"],
                    notes=list(row["notes"] or []), created_at=row["created_at"],
                    finished_at=row["finished_at"], upload=row["upload"], version=row["version"],
-                   chars=row.get("chars") or 0,
+                   chars=row.get("chars") or 0, owner=row.get("owner"),
                    guidance=Guidance(guidance.get("context", ""), tuple(guidance.get("instructions", ())),
                                      guidance.get("formality", "default")) if guidance else None)
+
+
+def _owner_label(job: Job) -> str:
+    """Whose job it is, for a log line: the key's public id, as the request log names callers."""
+    return f"key:{job.owner}" if job.owner else "anonymous"
+
+
+def redacted_download(name: str) -> str:
+    """A download name fit for a log: its token cut to its first few characters."""
+    token, dot, rest = name.partition(".")
+    if len(token) <= DOWNLOAD_SHOWN_CHARS:
+        return name
+    return f"{token[:DOWNLOAD_SHOWN_CHARS]}...{dot}{rest}"
 
 
 def _slug(stem: str) -> str:
@@ -148,6 +181,7 @@ class JobStore:
         self.instance = secrets.token_hex(8)  # this process, in the records of the jobs it runs
         self._locks = InstanceLocks(settings.home / "jobs.instances", self.instance)
         self.jobs: dict[str, Job] = {}
+        self._downloads: dict[str, str] = {}  # download token -> job id
         self._reserved = 0  # places taken by uploads still being checked and parsed
         self._slots: asyncio.Semaphore | None = None
         self._cleanup: asyncio.Task | None = None
@@ -165,6 +199,12 @@ class JobStore:
 
     def key_matches(self, job: Job, key: str) -> bool:
         return hmac.compare_digest(self.document_key(job), key or "")
+
+    def _download_token(self, job_id: str) -> str:
+        """The capability that downloads a job's result: an HMAC of its id, under the same secret as
+        the document keys but apart from them, so neither the id nor the document key gives it."""
+        digest = hmac.new(self._secret(), b"download:" + job_id.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
     def _secret(self) -> bytes:
         if self._key is None:
@@ -199,9 +239,10 @@ class JobStore:
         self._slots = asyncio.Semaphore(max(1, self.settings.files_jobs))
         self._wake_writer = asyncio.Event()
         await asyncio.to_thread(self._make_dirs)
+        await asyncio.to_thread(self._secret)  # written now, not by the first upload (the disk may be full then)
         for row in await asyncio.to_thread(self._take_over):
             job = Job.from_record(row)
-            self.jobs[job.id] = job
+            self._track(job)
             if not job.status.finished:
                 self._resume(job)
         self._writer = asyncio.create_task(self._write_loop())
@@ -290,7 +331,8 @@ class JobStore:
 
         A ``glossary_id`` and the formality are settled now (UnknownGlossary, GlossaryMismatch,
         FormalityUnsupported), so a bad one fails the upload;
-        ``key_id`` is the caller's API key id, whose glossaries (and the operator's) it may name.
+        ``key_id`` is the caller's API key id: the job's owner, whose glossaries (and the operator's) it
+        may name.
         ``guidance`` is the request's context (which replaces the format's default), instructions and
         formality. The job's record is on disk before this returns.
         """
@@ -323,21 +365,24 @@ class JobStore:
         count = self._check_segments(document, fmt.extensions[0])
         job = Job(id=secrets.token_hex(16), filename=PurePath(filename).name, format=fmt.name,
                   source=source, target=target, total=count, notes=list(document.notes),
-                  chars=sum(len(segment) for segment in document.segments), guidance=guidance or None)
+                  chars=sum(len(segment) for segment in document.segments), guidance=guidance or None,
+                  owner=key_id)
         job.upload = f"{job.id}.{fmt.extensions[0]}"
         upload = self.uploads / job.upload
         await asyncio.to_thread(self._write, upload, data)
         try:
             await asyncio.to_thread(self.records.insert,
                                     {**job.record(), "glossary": glossary, "instance": self.instance})
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 upload.unlink()
+            if (problem := storage_problem(exc)) is not None:
+                raise problem from None
             raise
-        self.jobs[job.id] = job
+        self._track(job)
         job.task = asyncio.create_task(self._run(job, document, upload, glossary))
-        log.info("document job queued", extra={"event": "job_queued", "job": job.id, "format": fmt.name,
-                                               "bytes_in": len(data), "segments": count})
+        log.info("document job queued", extra={"event": "job_queued", "job": job.id, "owner": _owner_label(job),
+                                               "format": fmt.name, "bytes_in": len(data), "segments": count})
         return job
 
     def _check_segments(self, document: Document, extension: str) -> int:
@@ -350,10 +395,21 @@ class JobStore:
         return count
 
     def _write(self, path: Path, data: bytes) -> None:
-        self._make_dirs()
+        """Write ``data`` whole or not at all; a full or unwritable disk is a StorageUnavailable, and
+        leaves no partial file behind."""
         partial = path.with_name(path.name + ".part")
-        partial.write_bytes(data)
-        partial.replace(path)
+        try:
+            self._make_dirs()
+            partial.write_bytes(data)
+            partial.replace(path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+            if (problem := storage_problem(exc)) is not None:
+                log.warning("could not store a document file", extra={"event": "files_write_error",
+                                                                      "error": exc.strerror or repr(exc)})
+                raise problem from None
+            raise
 
     async def _reload(self, job: Job, upload: Path) -> tuple[Document, dict[str, str] | None]:
         """A resumed job's document and glossary, from its upload and its record; DocumentError if gone."""
@@ -402,7 +458,8 @@ class JobStore:
 
                 result = await translate_document(service, document, job.source, job.target,
                                                   chunk_size=self.settings.files_chunk, glossary=glossary,
-                                                  guidance=job.guidance, on_progress=progress)
+                                                  guidance=job.guidance, key_id=job.owner,
+                                                  on_progress=progress)
                 stem = PurePath(job.filename).stem
                 extension = result.output.extension
                 job.detected = result.detected
@@ -421,6 +478,8 @@ class JobStore:
             self._fail(job, str(exc), 400)
         except PromptTooLong as exc:
             self._fail(job, str(exc), 413)
+        except StorageUnavailable as exc:
+            self._fail(job, str(exc), 507)
         except DeadlineExceeded:
             self._fail(job, "the engine was too busy to translate the document in time; try again later", 504)
         except SchedulerStopped as exc:
@@ -435,7 +494,8 @@ class JobStore:
                 with contextlib.suppress(OSError):
                     upload.unlink()
                 log.info("document job finished", extra={
-                    "event": "job_finished", "job": job.id, "status": job.status.value, "segments": job.done,
+                    "event": "job_finished", "job": job.id, "owner": _owner_label(job), "status": job.status.value,
+                    "segments": job.done,
                     "duration_ms": round((time.monotonic() - started) * 1000, 1)})
                 self._changed(job)
 
@@ -446,8 +506,21 @@ class JobStore:
         job.error_status = status
 
     # --- reading ----------------------------------------------------------------------
-    def get(self, job_id: str) -> Job | None:
-        return self.jobs.get(job_id) if JOB_ID.fullmatch(job_id or "") else None
+    def _track(self, job: Job) -> None:
+        self.jobs[job.id] = job
+        self._downloads[self._download_token(job.id)] = job.id
+
+    def _forget(self, job: Job) -> None:
+        self.jobs.pop(job.id, None)
+        self._downloads.pop(self._download_token(job.id), None)
+
+    def get(self, job_id: str, owner: str | None) -> Job | None:
+        """The job with this id if ``owner`` (an API key id, None for a caller without one, or
+        ``ALL_OWNERS``) owns it; None otherwise, so another's job and no job look the same."""
+        job = self.jobs.get(job_id) if JOB_ID.fullmatch(job_id or "") else None
+        if job is None or (owner != ALL_OWNERS and job.owner != owner):
+            return None
+        return job
 
     async def wait(self, job: Job) -> Job:
         """Until the job ends. Cancelling the waiter cancels the job (the client went away)."""
@@ -483,12 +556,32 @@ class JobStore:
             job.task.cancel()
             await asyncio.gather(job.task, return_exceptions=True)
             return True
-        self.jobs.pop(job.id, None)
+        self._forget(job)
         await asyncio.to_thread(self._delete_files_and_records, [job])
         return False
 
+    def download_name(self, job: Job) -> str | None:
+        """The name its result is downloaded by (``/download_file/{name}``): the token, then the file's."""
+        if job.result_name is None:
+            return None
+        return f"{self._download_token(job.id)}.{job.result_name.split('.', 1)[1]}"
+
+    def download(self, name: str) -> tuple[Path, str] | None:
+        """(the result file, the name to save it as) for a download name, while it lasts; None for a
+        name no job's result has. The name alone is the permission: no key is asked for."""
+        if not DOWNLOAD_NAME.fullmatch(name or ""):
+            return None
+        job = self.jobs.get(self._downloads.get(name[:DOWNLOAD_TOKEN_CHARS], ""))
+        wanted = None if job is None else self.download_name(job)
+        if job is None or wanted is None or not hmac.compare_digest(wanted, name):
+            return None
+        path = self.result_path(job.result_name or "")
+        if path is None:
+            return None
+        return path, job.result_filename or name.split(".", 1)[1]
+
     def result_path(self, name: str) -> Path | None:
-        """The result file for a download name: safe names only, and only until it expires."""
+        """A result file by its name under results/: safe names only, and only until it expires."""
         if not RESULT_NAME.fullmatch(name or ""):
             return None
         path = self.results / name
@@ -501,12 +594,6 @@ class JobStore:
         except OSError:
             return None
         return path
-
-    def download_filename(self, name: str) -> str:
-        job = self.jobs.get(name.split(".", 1)[0])
-        if job is not None and job.result_filename:
-            return job.result_filename
-        return name.split(".", 1)[1]
 
     # --- expiry ------------------------------------------------------------------------
     def _delete_files_and_records(self, jobs: list[Job]) -> None:
@@ -522,7 +609,7 @@ class JobStore:
         now = time.time()
         expired = [j for j in self.jobs.values() if j.finished_at is not None and now - j.finished_at > self.ttl_s]
         for job in expired:
-            self.jobs.pop(job.id, None)
+            self._forget(job)
         active = {j.id for j in self.jobs.values() if not j.status.finished}
         await asyncio.to_thread(self._sweep_disk, expired, active, now)
 

@@ -720,7 +720,36 @@ def parse_xml(data: bytes, name: str, kind: str) -> etree._ElementTree:
             f"could not read the .{kind} file: {name} is not well-formed XML ({exc})") from None
     if _deeper_than(root, limits.max_depth):
         budget().check_depth(limits.max_depth + 1, f"{name} in the .{kind} file")
-    return etree.ElementTree(root)
+    tree = etree.ElementTree(root)
+    _refuse_entities(tree, name, kind)
+    return tree
+
+
+ENTITIES_REFUSED = ("could not read the .{kind} file: {where} declares or uses XML entities (a DOCTYPE with "
+                    "<!ENTITY>), which mtserve does not expand; a .{kind} file needs none: save it again from "
+                    "its application")
+
+
+def _refuse_entities(tree: etree._ElementTree, name: str, kind: str) -> None:
+    """A DocumentError for a part that declares entities, or refers to ones an external DTD would
+    declare: the parser expands none, so the part could only come back with them unresolved (not
+    well-formed once the DOCTYPE is gone). Office, OpenDocument and EPUB parts never have them."""
+    dtd = tree.docinfo.internalDTD
+    if dtd is None:
+        return  # no DOCTYPE: an entity reference is already a parse error
+    if any(True for _ in dtd.iterentities()) or any(True for _ in tree.getroot().iter(etree.Entity)):
+        raise DocumentError(ENTITIES_REFUSED.format(where=name, kind=kind))
+
+
+_INTERNAL_SUBSET = re.compile(r"<!DOCTYPE[^>\[]*\[")  # a DOCTYPE's own declarations, between [ and ]
+
+
+def refuse_markup_entities(text: str, name: str, kind: str) -> None:
+    """The same refusal for a part read as markup text (an EPUB chapter): a DOCTYPE whose internal
+    subset declares entities."""
+    subset = _INTERNAL_SUBSET.search(text)
+    if subset is not None and "<!ENTITY" in text[subset.end():]:
+        raise DocumentError(ENTITIES_REFUSED.format(where=name, kind=kind))
 
 
 def _deeper_than(root: etree._Element, depth: int) -> bool:

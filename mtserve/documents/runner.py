@@ -52,11 +52,13 @@ async def translate_document(
     chunk_size: int = 8,
     glossary: dict[str, str] | None = None,
     guidance: Guidance | None = None,
+    key_id: str | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> DocumentResult:
     """Translate every segment and render the file. Cancel the task to stop it.
 
     ``guidance`` is the request's; without a context of its own, the format's default context applies.
+    ``key_id`` is the API key the document belongs to: its own translation-memory entries serve it.
     """
     guidance = guidance or Guidance()
     if not guidance.context.strip():
@@ -75,8 +77,9 @@ async def translate_document(
     if on_progress is not None:
         on_progress(0, total)
     for chunk in chunks:
-        outputs, from_memory = await _chunk(service, chunk, source, target, glossary, document,
-                                            "markup" if document.markup else "text", guidance)
+        outputs, from_memory = await _chunk(service, chunk, TranslationRequest(
+            (), target, source=source, format="markup" if document.markup else "text", glossary=glossary,
+            guidance=guidance or NO_GUIDANCE, key_id=key_id), document)
         translations += outputs
         stored += from_memory
         done += len(chunk)
@@ -90,33 +93,30 @@ async def translate_document(
     return DocumentResult(output, source, detected, notes + [n for n in document.notes if n not in notes])
 
 
-async def _chunk(service: TranslationService, texts: list[str], source: str, target: str,
-                 glossary: dict[str, str] | None, document: Document, fmt: str = "text",
-                 guidance: Guidance | None = None) -> tuple[list[str], list[bool]]:
-    """The chunk's translations, and for each whether it is a TM entry served as stored."""
+async def _chunk(service: TranslationService, texts: list[str], request: TranslationRequest,
+                 document: Document) -> tuple[list[str], list[bool]]:
+    """The chunk's translations (``request`` says how; its texts are these), and for each whether it
+    is a TM entry served as stored."""
     unique = list(dict.fromkeys(texts))  # a repeated segment is translated once
-    results = await _translate(service, unique, source, target, glossary, fmt, guidance)
+    results = await _translate(service, replace(request, texts=tuple(unique)))
     outputs = [r.text for r in results]
     if document.placeholders is not None:
-        outputs = await _keep_placeholders(service, unique, outputs, source, target, glossary, document,
-                                           guidance)
+        outputs = await _keep_placeholders(service, unique, outputs, request, document)
     # a stored translation the placeholder check had to redo is the engine's now
     translated = {text: (out, r.from_memory and out == r.text) for text, out, r in zip(unique, outputs, results)}
     return [translated[text][0] for text in texts], [translated[text][1] for text in texts]
 
 
-async def _translate(service: TranslationService, texts: list[str], source: str, target: str,
-                     glossary: dict[str, str] | None, fmt: str = "text",
-                     guidance: Guidance | None = None) -> list[Translation]:
-    if not texts:
+async def _translate(service: TranslationService, request: TranslationRequest) -> list[Translation]:
+    """The request's texts translated as background work, patient with a busy server: a full queue
+    is waited out and a missed deadline retried, rather than the document failed."""
+    if not request.texts:
         return []
-    timeout_s = service.settings.request_timeout_s * 4
+    request = replace(request, deadline_s=service.settings.request_timeout_s * 4, priority=Priority.BACKGROUND)
     misses = 0
     while True:
         try:
-            return await service.translate(TranslationRequest(
-                texts, target, source=source, format=fmt, glossary=glossary, guidance=guidance or NO_GUIDANCE,
-                deadline_s=timeout_s, priority=Priority.BACKGROUND))
+            return await service.translate(request)
         except QueueFull as exc:  # the API is busy: wait for room rather than fail the document
             await asyncio.sleep(min(float(exc.retry_after_s), QUEUE_FULL_WAIT_MAX_S))
         except DeadlineExceeded:
@@ -126,9 +126,8 @@ async def _translate(service: TranslationService, texts: list[str], source: str,
             log.info("document chunk missed its deadline; retrying", extra={"event": "document_retry"})
 
 
-async def _keep_placeholders(service: TranslationService, texts: list[str], outputs: list[str], source: str,
-                             target: str, glossary: dict[str, str] | None,
-                             document: Document, guidance: Guidance | None = None) -> list[str]:
+async def _keep_placeholders(service: TranslationService, texts: list[str], outputs: list[str],
+                             request: TranslationRequest, document: Document) -> list[str]:
     """Re-translate, between its placeholders, every string whose translation broke one."""
     pattern = document.placeholders
     assert pattern is not None
@@ -143,8 +142,8 @@ async def _keep_placeholders(service: TranslationService, texts: list[str], outp
         slots = [k for k, p in enumerate(pieces) if p.translate and has_words(p.text)]
         plans.append((i, pieces, slots))
         fragments += [pieces[k].text.strip() for k in slots]
-    translated = iter([r.text for r in await _translate(service, fragments, source, target, glossary,
-                                                        guidance=guidance)])
+    translated = iter([r.text for r in await _translate(service, replace(request, texts=tuple(fragments),
+                                                                         format="text"))])
     fixed = list(outputs)
     for i, pieces, slots in plans:
         parts = [p.text for p in pieces]

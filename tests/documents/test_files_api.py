@@ -14,7 +14,8 @@ from mtserve.documents.i18n import PLACEHOLDER
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han, swap
-from tests.servers import serve
+from tests.hostile.bodies import MULTIPART, multipart
+from tests.servers import raw_request, serve
 
 TIMEOUT = 30
 
@@ -293,6 +294,35 @@ def test_a_format_not_allowed_is_400_listing_the_allowed_ones(strict):
     r = upload(strict, "slides.pptx", samples.pptx_bytes())
     assert r.status_code == 400
     assert r.json()["error"] == "unsupported file format '.pptx'; allowed formats: .txt, .docx, .pdf"
+
+
+UNKNOWN_BYTES = 19_000_000  # declared: the whole body would be ~19 MB, under MTSERVE_FILES_MAX_MB
+SENT_BYTES = 200_000  # what the client has sent when the answer must already be there
+
+
+@pytest.mark.parametrize("path, fields", [("/translate_file", [("source", None, b"zh"), ("target", None, b"en")]),
+                                          ("/jobs", [("target", None, b"en")]),
+                                          ("/v2/document", [("target_lang", None, b"EN-US")])])
+def test_a_file_of_an_unknown_format_is_refused_before_its_bytes_are_read(server, path, fields):
+    url, _ = server
+    body = multipart([*fields, ("file", "payload.exe", b"x" * UNKNOWN_BYTES)])
+    head = (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {MULTIPART}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    answer = raw_request(url, head, body[:SENT_BYTES])  # the rest is never sent
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert b"unsupported file format '.exe'" in answer
+    assert httpx.get(f"{url}/health/live", timeout=TIMEOUT).status_code == 200
+
+
+def test_deepl_takes_the_filename_field_for_a_part_named_without_an_extension(server):
+    url, _ = server
+    after = multipart([("target_lang", None, b"EN-US"), ("file", "blob", "你好。".encode()),
+                       ("filename", None, b"notes.txt")])  # a browser's Blob, named by the field after it
+    r = httpx.post(f"{url}/v2/document", content=after, headers={"content-type": MULTIPART}, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.json()["document_id"], r.text
+    named_first = httpx.post(f"{url}/v2/document", data={"target_lang": "EN-US", "filename": "a.exe"},
+                             files={"file": ("a.txt", "你好。".encode())}, timeout=TIMEOUT)
+    assert named_first.status_code == 400 and "'.exe'" in named_first.json()["message"]
 
 
 @pytest.mark.parametrize("name, data, status, message", [

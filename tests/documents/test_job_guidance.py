@@ -25,7 +25,8 @@ def row(job_id: str, **changes) -> dict:
     base = {"id": job_id, "version": 1, "status": "queued", "filename": "a.txt", "format": "txt", "source": "zh",
             "target": "en", "total": 1, "done": 0, "section": None, "error": None, "error_status": None,
             "detected": None, "result_name": None, "result_filename": None, "notes": [], "upload": "a.txt",
-            "glossary": None, "created_at": 1.0, "finished_at": None, "instance": "x", "chars": 3, "guidance": None}
+            "glossary": None, "created_at": 1.0, "finished_at": None, "instance": "x", "chars": 3, "guidance": None,
+            "owner": None}
     return {**base, **changes}
 
 

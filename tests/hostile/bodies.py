@@ -376,7 +376,8 @@ def _without_a_key() -> list[HostileRequest]:
         HostileRequest("no key: GET /jobs/{id}", "GET", f"/jobs/{job}", **missing),
         HostileRequest("no key: GET /jobs/{id}/events", "GET", f"/jobs/{job}/events", **missing),
         HostileRequest("no key: DELETE /jobs/{id}", "DELETE", f"/jobs/{job}", **missing),
-        HostileRequest("no key: GET /download_file/{name}", "GET", f"/download_file/{job}.txt", **missing),
+        HostileRequest("no key: GET /download_file/{name} no job has", "GET", f"/download_file/{job}.a.en.txt",
+                       needs="keys", status=(404, 404)),  # the name is the permission, not a key
         HostileRequest("no key: GET /v1/models", "GET", "/v1/models", **openai),
         HostileRequest("wrong key: GET /v1/models", "GET", "/v1/models",
                        headers=(("authorization", "Bearer mts_wrong"),), **openai),

@@ -269,14 +269,14 @@ def _zip_cases() -> list[HostileFile]:
                          for i in range(1, 10))
               + f'<!ENTITY x "y">]><w:document xmlns:w="{W_NS}"><w:body>'.encode()
               + b"<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>")
-    cases.append(HostileFile("xml-billion-laughs", "laughs.docx", docx(laughs), "any"))
+    cases.append(HostileFile("xml-billion-laughs", "laughs.docx", docx(laughs), "error"))
     xxe = (b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
            + f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>a &xxe; b</w:t></w:r></w:p>'.encode()
            + b"</w:body></w:document>")
-    cases.append(HostileFile("xml-external-entity", "xxe.docx", docx(xxe), "any", forbidden=PASSWD))
+    cases.append(HostileFile("xml-external-entity", "xxe.docx", docx(xxe), "error", forbidden=PASSWD))
     param = (b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY % p SYSTEM "file:///etc/passwd"> %p;]>'
              + word_xml(paragraph("你好")).split(b"?>", 1)[1])
-    cases.append(HostileFile("xml-parameter-entity", "param.docx", docx(param), "any", forbidden=PASSWD))
+    cases.append(HostileFile("xml-parameter-entity", "param.docx", docx(param), "error", forbidden=PASSWD))
     network = (b'<?xml version="1.0"?><!DOCTYPE d SYSTEM "http://127.0.0.1:9/evil.dtd">'
                + word_xml(paragraph("你好")).split(b"?>", 1)[1])
     cases.append(HostileFile("xml-external-dtd", "dtd.docx", docx(network), "any"))

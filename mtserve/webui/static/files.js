@@ -180,7 +180,7 @@
     } else if (job.status === 'done') {
       const secs = (performance.now() - state.started) / 1000;
       setStatus(`Done: ${numberFormat.format(total)} segments in ${secs < 10 ? secs.toFixed(1) : Math.round(secs)} s`, 'done');
-      els.download.href = withKey(job.translatedFileUrl);
+      els.download.href = job.translatedFileUrl;  // the URL is the permission: the key stays out of it
       els.download.download = job.resultFilename || '';
       els.download.textContent = `Download ${job.resultFilename || 'translation'}`;
       els.download.hidden = false;
