@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
@@ -56,7 +55,7 @@ from mtserve.service.glossary import (
 from mtserve.service.job import SegmentOutcome
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Priority, Scheduler, Ticket
-from mtserve.service.tm import ALL_OWNERS, TranslationMemory
+from mtserve.service.tm import TranslationMemory
 from mtserve.settings import Settings
 from mtserve.text import abandon, chinese, markup
 from mtserve.text.cleanup import clean_translation, strip_special_tokens
@@ -230,7 +229,6 @@ class TranslationService:
         self.glossary_file = GlossaryFile.load(glossary_file) if glossary_file else GlossaryFile()
         self.glossaries = glossaries  # named glossaries, for requests that send a glossary_id
         self.memory = memory  # the translation memory: exact matches served, similar ones as examples
-        self._tm_pairs: tuple[float, int, set[tuple[str, str]]] | None = None  # (when, generation, pairs)
         # The retry is a stricter *prompt*, so it is for engines that translate by prompting an LLM.
         self.guarded = settings.guardrails and self.model.prompted
 
@@ -353,12 +351,8 @@ class TranslationService:
         """The TM, if this request uses it and it holds entries for the pair (checked cheaply)."""
         if not use or self.memory is None:
             return None
-        now = time.monotonic()
-        known, generation = self._tm_pairs, self.memory.generation  # a write here (the /tm API) is seen at once
-        if known is None or now - known[0] > TM_PAIRS_TTL_S or known[1] != generation:
-            pairs = {(p.source_lang, p.target_lang) for p in self.memory.stats(owner=ALL_OWNERS) if p.entries}
-            self._tm_pairs = known = (now, generation, pairs)
-        return self.memory if (source, target) in known[2] else None
+        # a write through this process's store (the /tm API) is seen at once, one by `mtserve tm` within the TTL
+        return self.memory if (source, target) in self.memory.pairs(TM_PAIRS_TTL_S) else None
 
     @staticmethod
     def _stored_translation(memory: TranslationMemory, text: str, source: str, target: str,

@@ -6,6 +6,8 @@ The same flows against the real model are in tests/integration/test_tm_live.py.
 
 from __future__ import annotations
 
+import threading
+
 import httpx
 import pytest
 
@@ -78,6 +80,40 @@ def test_the_operator_imports_searches_lists_and_deletes_and_translate_serves_at
         assert error(httpx.delete(f"{url}/tm/entries/{first}"), 404).startswith("no entry has that id")
         assert httpx.delete(f"{url}/tm/entries", params={"origin": "ui.tsv"}).json() == {"deleted": 2}
         assert "translationMemory" not in translate(url, "保存")
+
+
+def test_translations_answer_while_another_keys_import_holds_its_write_transaction(tmp_path, monkeypatch):
+    """Finding: one key's TM import froze every translation on the server. Here the import is held inside
+    its write transaction until the translations have answered."""
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    a, _ = store.add(name="a")
+    b, _ = store.add(name="b")
+    TranslationMemory(tmp_path / "tm.sqlite3").add([("退出", "Quit")], "zh", "en", origin="cli")
+    inside, released = threading.Event(), threading.Event()
+
+    def pause(memory: TranslationMemory) -> None:
+        inside.set()
+        released.wait(timeout=120)
+
+    monkeypatch.setattr(TranslationMemory, "_in_write_batch", pause)
+    long_lines = "".join(f"第{i}行" + "长句" * 2000 + f"\tline {i}\n" for i in range(20)).encode()
+    imported: dict[str, httpx.Response] = {}
+    with serve(FakeEngine(), home=tmp_path, api_keys=True) as url:
+        importer = threading.Thread(target=lambda: imported.setdefault(
+            "r", import_tsv(url, long_lines, name="long.tsv", headers=bearer(b))))
+        importer.start()
+        try:
+            assert inside.wait(timeout=30), "the import never reached its write transaction"
+            other_pair = httpx.post(f"{url}/translate", json={"q": "こんにちは", "source": "ja", "target": "de"},
+                                    headers=bearer(a), timeout=30)
+            served = translate(url, "退出", bearer(a))
+            assert not released.is_set()  # both answered while the import held its transaction
+        finally:
+            released.set()
+            importer.join(timeout=60)
+    assert other_pair.status_code == 200 and other_pair.json()["translatedText"] == "<de>こんにちは"
+    assert served["translatedText"] == "Quit" and served["translationMemory"] == {"segments": 1}
+    assert imported["r"].status_code == 201 and imported["r"].json()["added"] == 20
 
 
 def test_an_upload_over_the_file_limit_is_413_naming_the_setting(tmp_path):

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from mtserve.service.tm import ALL_OWNERS, TMError, TranslationMemory, language_code
+from mtserve.service.tm import ALL_OWNERS, TMCancelled, TMError, TranslationMemory, language_code
 from mtserve.service.tm_files import format_of, read_tm, write_tmx
 from mtserve.text.punctuation import match_key
 
@@ -154,15 +154,16 @@ def test_the_fuzzy_index_forgets_removed_entries(tm):
     assert tm.remove(origin="b") == 1
     assert tm.similar("打开这个文件", "zh", "en", k=1)[0].entry.source == "打开文件"
     assert tm.remove(everything=True) == len(UI)
-    db = tm._conn()
-    assert db.execute("SELECT count(*) FROM tm_grams").fetchone() == (0,)
-    assert db.execute("SELECT count(*) FROM tm_gram_df WHERE df != 0").fetchone() == (0,)
+    with tm._reading() as db:
+        assert db.execute("SELECT count(*) FROM tm_grams").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM tm_gram_df WHERE df != 0").fetchone() == (0,)
 
 
 def test_lookups_read_indexes_never_a_whole_table(tm):
     """Every statement of exact() and similar() searches an index; none scans tm or the postings."""
     tm.add(UI, "zh", "en")
-    db = tm._conn()
+    with tm._reading() as db:  # one thread: the lookups below take this connection from the pool again
+        pass
     statements: list[str] = []
     db.set_trace_callback(statements.append)
     tm.exact("打开文件", "zh", "en", owner="k1")
@@ -279,6 +280,91 @@ def test_threads_share_one_store(tm):
     for t in threads:
         t.join(timeout=60)
     assert errors == [] and len(tm) == 120
+
+
+class PausedImport:
+    """An import held inside its first write transaction until released: what a large import is
+    doing most of the time (writing the n-gram index of a batch)."""
+
+    def __init__(self, tm: TranslationMemory, monkeypatch, pairs: list[tuple[str, str]]):
+        self.inside, self.released = threading.Event(), threading.Event()
+
+        def pause() -> None:
+            self.inside.set()
+            self.released.wait(timeout=120)
+
+        monkeypatch.setattr(tm, "_in_write_batch", pause)
+        self.thread = threading.Thread(target=tm.add, args=(pairs, "zh", "en"), kwargs={"origin": "big"})
+
+    def __enter__(self) -> PausedImport:
+        self.thread.start()
+        assert self.inside.wait(timeout=30), "the import never reached its write transaction"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.released.set()
+        self.thread.join(timeout=60)
+
+
+def answered_meanwhile(work) -> dict:
+    """What ``work()`` returned on another thread, failing if it did not finish while the caller waits
+    (the bound only stops a test that would otherwise hang)."""
+    result: dict = {}
+    done = threading.Event()
+
+    def run() -> None:
+        result["value"] = work()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(timeout=30), "the lookup waited for the import's write transaction"
+    return result["value"]
+
+
+def test_lookups_answer_while_an_import_holds_its_write_transaction(tm, monkeypatch):
+    tm.add(UI, "zh", "en")
+    with PausedImport(tm, monkeypatch, [("关闭文件", "Close file"), ("删除文件", "Delete file")]) as paused:
+        exact, similar, pairs, held = answered_meanwhile(lambda: (
+            tm.exact("打开文件", "zh", "en"), tm.similar("打开这个文件", "zh", "en", k=1), tm.pairs(0),
+            tm.count(None)))
+        assert not paused.released.is_set()  # answered before the import was let go
+        assert exact.target == "Open file" and similar[0].entry.source == "打开文件"
+        assert pairs == {("zh", "en")} and held == len(UI)  # the import's batch is not committed yet
+        assert answered_meanwhile(lambda: tm.exact("关闭文件", "zh", "en")) is None
+    assert tm.exact("关闭文件", "zh", "en").target == "Close file" and len(tm) == len(UI) + 2
+
+
+def test_long_entries_are_written_in_batches_bounded_by_their_index_rows(tm, monkeypatch):
+    monkeypatch.setattr("mtserve.service.tm.WRITE_BATCH_GRAMS", 12_000)
+    transactions: list[None] = []
+    monkeypatch.setattr(tm, "_in_write_batch", lambda: transactions.append(None))
+    pairs = [(f"{i}" + "长句子" * 1600, f"long {i}") for i in range(5)]  # about 4,800 grams each
+    assert tm.add(pairs, "zh", "en").added == 5
+    assert len(transactions) == 3  # 2 + 2 + 1 entries: at most 12,000 grams a transaction
+
+
+def test_a_cancelled_import_stops_at_a_batch_boundary_keeping_what_it_stored(tm, monkeypatch):
+    monkeypatch.setattr("mtserve.service.tm.ADD_CHUNK", 2)
+    cancel = threading.Event()
+    monkeypatch.setattr(tm, "_in_write_batch", cancel.set)  # asked to stop during its first batch
+    pairs = [(f"第{i}句", f"sentence {i}") for i in range(6)]
+    with pytest.raises(TMCancelled, match="with 2 entries stored"):
+        tm.add(pairs, "zh", "en", cancel=cancel)
+    assert [e.source for e in tm.entries()] == ["第0句", "第1句"]
+
+
+def test_the_pairs_with_entries_follow_this_stores_writes_and_read_the_file_again_after_their_age(tmp_path):
+    server, cli = TranslationMemory(tmp_path / "tm.sqlite3"), TranslationMemory(tmp_path / "tm.sqlite3")
+    assert server.pairs(3600) == frozenset()
+    server.add(UI[:1], "zh", "en", origin="ui")
+    server.add([("你好", "Hi")], "zh", "de", suggestion=True)  # a suggestion is no entry
+    assert server.pairs(3600) == {("zh", "en")}
+    cli.add([("你好", "Hallo")], "zh", "de")  # another process's write: seen once the answer is old
+    assert server.pairs(3600) == {("zh", "en")} and server.pairs(0) == {("zh", "en"), ("zh", "de")}
+    server.remove(origin="ui")
+    assert server.pairs(3600) == {("zh", "de")}
+    server.close()
+    cli.close()
 
 
 # --- files -------------------------------------------------------------------------------
