@@ -31,7 +31,9 @@ time they came, an owner and a ``suggestion`` flag.
   read them out).
 - **Suggestions** (LibreTranslate's ``/suggest``) are stored with
   ``suggestion`` set and take part in no lookup until the operator accepts
-  them (``accept``, ``mtserve tm accept``).
+  them (``accept``, ``mtserve tm accept``). Nor are they indexed until then
+  (a 5,000-character suggestion would add about 5,000 index rows that no
+  lookup reads): the triggers skip them, and accepting one writes its grams.
 - **Readers never wait for a writer.** Lookups and listings each take a
   connection of their own from a small pool; writes go through one writer
   connection behind a lock. In WAL mode a reader sees the last committed
@@ -53,7 +55,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,6 +69,7 @@ ADD_CHUNK = 1000  # most pairs stored per write transaction
 # a 5,000-character entry writes about 5,000, so a batch of long entries is a few of them. Bounds
 # how long another writer waits and how soon a cancelled import stops, at a few tenths of a second.
 WRITE_BATCH_GRAMS = 20_000
+SCHEMA_VERSION = 1  # PRAGMA user_version; 1: suggestions are not indexed
 MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT DO UPDATE, in the index triggers
 DEFAULT_CANDIDATES = 50
 QUERY_GRAMS = 8  # at most this many of a query's rarest bigrams pre-select candidates
@@ -166,12 +169,23 @@ CREATE TABLE IF NOT EXISTS tm_grams (gram TEXT NOT NULL, id INTEGER NOT NULL, PR
     WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tm_gram_df (gram TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tm_positions (n INTEGER PRIMARY KEY);  -- 1..MAX_SEGMENT_CHARS, for the triggers
-CREATE TRIGGER IF NOT EXISTS tm_index_insert AFTER INSERT ON tm BEGIN
+"""
+# The index triggers, made by _setup (remade for a file from before: user_version 0).
+# Suggestions are not indexed: no lookup reads them, and one is up to 5,000 index rows.
+_INDEX_GRAMS = """
     INSERT OR IGNORE INTO tm_grams (gram, id)
         SELECT new.source_lang || '>' || new.target_lang || ' ' || substr(new.key, n, 2), new.id
-        FROM tm_positions WHERE n <= max(1, length(new.key) - 1);
+        FROM tm_positions WHERE n <= max(1, length(new.key) - 1);"""
+_TRIGGERS = f"""
+DROP TRIGGER IF EXISTS tm_index_insert;
+DROP TRIGGER IF EXISTS tm_index_accept;
+DROP TRIGGER IF EXISTS tm_index_delete;
+CREATE TRIGGER tm_index_insert AFTER INSERT ON tm WHEN new.suggestion = 0 BEGIN{_INDEX_GRAMS}
 END;
-CREATE TRIGGER IF NOT EXISTS tm_index_delete AFTER DELETE ON tm BEGIN
+CREATE TRIGGER tm_index_accept AFTER UPDATE OF suggestion ON tm
+    WHEN old.suggestion = 1 AND new.suggestion = 0 BEGIN{_INDEX_GRAMS}
+END;
+CREATE TRIGGER tm_index_delete AFTER DELETE ON tm WHEN old.suggestion = 0 BEGIN
     DELETE FROM tm_grams WHERE id = old.id AND gram IN (
         SELECT old.source_lang || '>' || old.target_lang || ' ' || substr(old.key, n, 2)
         FROM tm_positions WHERE n <= max(1, length(old.key) - 1));
@@ -182,6 +196,8 @@ END;
 CREATE TRIGGER IF NOT EXISTS tm_df_delete AFTER DELETE ON tm_grams BEGIN
     UPDATE tm_gram_df SET df = df - 1 WHERE gram = old.gram;
 END;
+DELETE FROM tm_grams WHERE id IN (SELECT id FROM tm WHERE suggestion = 1);  -- indexed before version 1
+PRAGMA user_version = {SCHEMA_VERSION};
 """
 _COLUMNS = "id, source, target, source_lang, target_lang, origin, owner, created, suggestion"
 
@@ -252,6 +268,8 @@ class TranslationMemory:
             try:
                 db.execute("PRAGMA journal_mode = WAL")
                 db.executescript(_SCHEMA)
+                if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    db.executescript(f"BEGIN IMMEDIATE; {_TRIGGERS} COMMIT;")
                 if db.execute("SELECT count(*) FROM tm_positions").fetchone()[0] < MAX_SEGMENT_CHARS:
                     with db:
                         db.execute("BEGIN")
@@ -343,7 +361,7 @@ class TranslationMemory:
             else:
                 rows.append((source, target, source_lang, target_lang, match_key(source), origin, owner,
                              created, int(suggestion)))
-        for batch in _batches(rows, key_at=4):
+        for batch in _batches(rows, grams=lambda row: 0 if suggestion else len(row[4])):
             if cancel is not None and cancel.is_set():
                 raise TMCancelled(f"the import stopped before its end (its request ended, or the server is "
                                   f"stopping) with {report.added:,} entries stored; import the file again "
@@ -385,7 +403,8 @@ class TranslationMemory:
     def accept(self, ids: Iterable[int] | None = None) -> int:
         """Turn suggestions (all, or those ``ids``) into TM entries; returns how many were accepted.
 
-        A suggestion the TM already holds as an entry is dropped, not doubled.
+        A suggestion the TM already holds as an entry is dropped, not doubled. Accepting indexes
+        them, in batches as add() writes.
         """
         condition, params = "suggestion = 1", ()
         if ids is not None:
@@ -394,11 +413,19 @@ class TranslationMemory:
                 return 0
             condition += f" AND id IN ({', '.join('?' * len(wanted))})"
             params = tuple(wanted)
-        with self._writing() as db:
-            accepted = db.execute(f"UPDATE OR IGNORE tm SET suggestion = 0 WHERE {condition}", params).rowcount
-            db.execute(f"DELETE FROM tm WHERE {condition}", params)  # those already in the TM
-        if accepted:
-            self._wrote(None)
+        with self._reading() as db:
+            found = db.execute(f"SELECT id, length(key) FROM tm WHERE {condition} ORDER BY id", params).fetchall()
+        accepted = 0
+        for batch in _batches(found, grams=lambda row: row[1]):
+            chosen = [row[0] for row in batch]
+            which = f"suggestion = 1 AND id IN ({', '.join('?' * len(chosen))})"
+            with self._writing() as db:
+                done = db.execute(f"UPDATE OR IGNORE tm SET suggestion = 0 WHERE {which}", chosen).rowcount
+                db.execute(f"DELETE FROM tm WHERE {which}", chosen)  # those already in the TM
+                self._in_write_batch()
+            if done:
+                self._wrote(None)
+            accepted += done
         return accepted
 
     # --- lookups -------------------------------------------------------------------------
@@ -541,17 +568,17 @@ class TranslationMemory:
             return db.execute("SELECT count(*) FROM tm WHERE suggestion = 0").fetchone()[0]
 
 
-def _batches(rows: list[tuple], key_at: int) -> Iterator[list[tuple]]:
-    """``rows`` in runs of at most ADD_CHUNK rows and WRITE_BATCH_GRAMS index rows (the key's length,
-    at ``key_at``, stands for its grams); a row larger than the budget is a batch of its own."""
+def _batches(rows: list[tuple], grams: Callable[[tuple], int]) -> Iterator[list[tuple]]:
+    """``rows`` in runs of at most ADD_CHUNK rows and WRITE_BATCH_GRAMS index rows (``grams``: about
+    the length of a row's key, or 0 for one that is not indexed); a larger row is a run of its own."""
     batch: list[tuple] = []
-    grams = 0
+    total = 0
     for row in rows:
-        size = max(1, len(row[key_at]) - 1)
-        if batch and (len(batch) >= ADD_CHUNK or grams + size > WRITE_BATCH_GRAMS):
+        size = grams(row)
+        if batch and (len(batch) >= ADD_CHUNK or total + size > WRITE_BATCH_GRAMS):
             yield batch
-            batch, grams = [], 0
+            batch, total = [], 0
         batch.append(row)
-        grams += size
+        total += size
     if batch:
         yield batch
