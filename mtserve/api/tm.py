@@ -172,11 +172,12 @@ async def import_file(request: Request):
 # --- reading --------------------------------------------------------------------------------------
 @router.get("/tm", responses=TM_ERRORS)
 async def tm_stats(request: Request):
-    """The caller's entries per language pair (the operator: everyone's), and its cap."""
+    """The caller's entries per language pair (the operator: everyone's), what it holds and its caps."""
     admit(request)
     pairs, held = await _call(_access(request).stats, _scope(request))
-    cap = _settings(request).tm_entries_per_key
-    return {"entries": held, "entriesLimit": cap or None,
+    settings = _settings(request)
+    return {"entries": held.entries, "entriesLimit": settings.tm_entries_per_key or None,
+            "bytes": held.bytes, "bytesLimit": settings.tm_bytes_per_key or None,
             "pairs": [{"source": p.source_lang, "target": p.target_lang, "entries": p.entries,
                        "suggestions": p.suggestions, "origins": p.origins} for p in pairs]}
 

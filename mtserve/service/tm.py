@@ -124,6 +124,19 @@ class AddReport:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What an owner holds: entries (or suggestions), and the UTF-8 bytes of their sources and targets."""
+
+    entries: int
+    bytes: int
+
+
+def pair_bytes(source: str, target: str) -> int:
+    """What a pair counts against a cap on stored bytes: its text in UTF-8."""
+    return len(source.encode("utf-8", "surrogatepass")) + len(target.encode("utf-8", "surrogatepass"))
+
+
+@dataclass(frozen=True)
 class PairStats:
     source_lang: str
     target_lang: str
@@ -223,6 +236,18 @@ def _owned(owner: str | None) -> tuple[str, tuple]:
     if owner is None:
         return "owner IS NULL", ()
     return "owner = ?", (owner,)
+
+
+def _held(owner: str | None, suggestions: bool, origin: str | None) -> tuple[str, list]:
+    """The SQL condition for what ``owner`` holds itself (ALL_OWNERS: anyone), optionally of one origin."""
+    where, params = ["suggestion = ?"], [int(suggestions)]
+    if owner != ALL_OWNERS:
+        where.append("owner IS ?")
+        params.append(owner)
+    if origin is not None:
+        where.append("origin = ?")
+        params.append(origin)
+    return " AND ".join(where), params
 
 
 def query_grams(key: str, source_lang: str, target_lang: str) -> list[str]:
@@ -553,15 +578,19 @@ class TranslationMemory:
     def count(self, owner: str | None, *, suggestions: bool = False, origin: str | None = None) -> int:
         """How many entries (or suggestions) ``owner`` holds itself (None: the operator; ALL_OWNERS: anyone),
         optionally from one origin: what a cap on a key's entries counts."""
-        where, params = ["suggestion = ?"], [int(suggestions)]
-        if owner != ALL_OWNERS:
-            where.append("owner IS ?")
-            params.append(owner)
-        if origin is not None:
-            where.append("origin = ?")
-            params.append(origin)
+        where, params = _held(owner, suggestions, origin)
         with self._reading() as db:
-            return db.execute(f"SELECT count(*) FROM tm WHERE {' AND '.join(where)}", params).fetchone()[0]
+            return db.execute(f"SELECT count(*) FROM tm WHERE {where}", params).fetchone()[0]
+
+    def usage(self, owner: str | None, *, suggestions: bool = False, origin: str | None = None) -> Usage:
+        """count()'s entries and the bytes of their text: what the caps on a key's holdings count. It reads
+        the rows themselves (count() reads only an index), so it is for imports and /suggest, not lookups."""
+        where, params = _held(owner, suggestions, origin)
+        with self._reading() as db:
+            entries, size = db.execute(
+                "SELECT count(*), coalesce(sum(length(CAST(source AS BLOB)) + length(CAST(target AS BLOB))), 0) "
+                f"FROM tm WHERE {where}", params).fetchone()
+        return Usage(entries, size)
 
     def __len__(self) -> int:
         with self._reading() as db:

@@ -50,7 +50,7 @@ def keyed(tmp_path_factory):
     one, first = store.add(name="one")
     two, second = store.add(name="two")
     with serve(FakeEngine(), home=home, api_keys=True, suggestions=True, tm_entries_per_key=4,
-               tm_suggestions_per_key=2, max_body_bytes=10_000) as url:
+               tm_bytes_per_key=10_000, tm_suggestions_per_key=2, max_body_bytes=10_000) as url:
         yield url, home, (one, first.id), (two, second.id)
 
 
@@ -180,7 +180,7 @@ def test_the_entries_cap_refuses_a_whole_import_and_names_its_setting(keyed):
     message = error(over, 403)
     assert "MTSERVE_TM_ENTRIES_PER_KEY" in message and f"API key {two_id} holds 3" in message
     assert httpx.get(f"{url}/tm", headers=bearer(two)).json() == {
-        "entries": 3, "entriesLimit": 4,
+        "entries": 3, "entriesLimit": 4, "bytes": 31, "bytesLimit": 10_000,
         "pairs": [{"source": "zh", "target": "en", "entries": 3, "suggestions": 0, "origins": 1}]}
     assert httpx.delete(f"{url}/tm/entries", params={"origin": "three.tsv"}, headers=bearer(two)).json() == {
         "deleted": 3}
@@ -202,6 +202,38 @@ def test_suggestions_wait_for_the_operator_and_are_capped_per_key(keyed):
     waiting = list(TranslationMemory(home / "tm.sqlite3").entries(owner=ALL_OWNERS, suggestions=True))
     assert {(e.source, e.origin, e.owner) for e in waiting} == {("你好", f"suggest:{one_id}", None),
                                                                 ("再见", f"suggest:{one_id}", None)}
+
+
+def test_the_bytes_cap_refuses_an_import_whose_text_would_pass_it_and_names_its_setting(tmp_path):
+    """Finding: caps counted entries, not bytes, so a key could store entries of 5,000 characters each."""
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    one, first = store.add(name="one")
+    two, _ = store.add(name="two")
+    with serve(FakeEngine(), home=tmp_path, api_keys=True, tm_bytes_per_key=50) as url:
+        assert import_tsv(url, headers=bearer(one)).status_code == 201  # 31 bytes of UTF-8
+        over = import_tsv(url, "删除\tDelete\n重命名\tRename\n".encode(), name="more.tsv", headers=bearer(one))
+        held = httpx.get(f"{url}/tm", headers=bearer(one)).json()
+        other_key = import_tsv(url, "删除\tDelete\n重命名\tRename\n".encode(), name="more.tsv", headers=bearer(two))
+    message = error(over, 403)
+    assert "MTSERVE_TM_BYTES_PER_KEY" in message and f"API key {first.id} holds 31 bytes" in message
+    assert "27 more" in message  # 删除Delete 12 + 重命名Rename 15: 58, past 50
+    assert (held["entries"], held["bytes"], held["bytesLimit"]) == (3, 31, 50)
+    assert other_key.status_code == 201  # the cap is per key
+
+
+def test_suggestions_are_capped_in_bytes_per_key_and_callers_without_one_share_theirs(tmp_path):
+    """Finding: 100 anonymous /suggest calls of 5,000 characters grew the store by 46 MB."""
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    one, first = store.add(name="one")
+    long = {"q": "长" * 30, "s": "long " * 4, "source": "zh", "target": "en"}  # 90 + 20 bytes
+    with serve(FakeEngine(), home=tmp_path, api_keys=True, suggestions=True, tm_suggestion_bytes_per_key=250) as url:
+        anonymous = [httpx.post(f"{url}/suggest", json={**long, "s": f"{long['s']}{i}"}) for i in range(3)]
+        keyed = httpx.post(f"{url}/suggest", json=long, headers=bearer(one))
+    assert [r.status_code for r in anonymous[:2]] == [200, 200]
+    message = error(anonymous[2], 403)
+    assert "MTSERVE_TM_SUGGESTION_BYTES_PER_KEY" in message and "callers without an API key" in message
+    assert "hold 222 bytes and this one has 111 more" in message
+    assert keyed.status_code == 200  # a key has an allowance of its own
 
 
 @pytest.mark.parametrize("fields, missing", [
