@@ -124,8 +124,9 @@ def _parse_po(text: str):
             handle.write(text)
         try:
             return polib.pofile(path, encoding="utf-8")
-        except (OSError, ValueError) as exc:
-            raise TMError(f"the .po file cannot be parsed: {exc}") from None
+        except (OSError, ValueError) as exc:  # polib names the file it read: ours, a server path
+            detail = str(exc).replace(f" {path}", "").replace(path, "the file")
+            raise TMError(f"the .po file cannot be parsed: {detail}") from None
 
 
 def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:

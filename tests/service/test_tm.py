@@ -486,6 +486,15 @@ def test_a_po_upload_whose_text_names_a_file_is_parsed_not_opened(tmp_path, monk
     assert read_tm(b"", "po", "en", "zh").pairs == []
 
 
+@pytest.mark.parametrize("text", ['msgid "a"\nmsgstr', "not a catalog\n", 'msgid "a"\nmsgstr "b"\nmsgstr "c"\n'])
+def test_a_po_parse_error_says_the_line_and_names_no_server_path(text):
+    with pytest.raises(TMError) as refused:
+        read_tm(text.encode(), "po", "en", "zh")
+    message = str(refused.value)
+    assert message.startswith("the .po file cannot be parsed: Syntax error in po file") and "(line " in message
+    assert "/" not in message and "mtserve-tm-" not in message and "upload.po" not in message, message
+
+
 def test_tsv_import_needs_the_pair_and_skips_malformed_lines():
     found = read_tm("# comment\n打开\tOpen\n\nno tab here\n保存\tSave\n".encode(), "tsv", "zh-CN", "en")
     assert found.pairs == [("打开", "Open"), ("保存", "Save")] and found.source_lang == "zh"
