@@ -83,6 +83,11 @@ class TMError(ValueError):
     """Bad translation-memory input or an unusable store; the message says what to fix."""
 
 
+class TMTooLarge(TMError):
+    """Reading a file took more memory, CPU or time than the parse limits allow (413); the message names the
+    setting."""
+
+
 class TMCancelled(TMError):
     """A write stopped at a batch boundary because it was asked to (its request ended, the server stops)."""
 

@@ -24,7 +24,7 @@ Every method is blocking (SQLite, file parsing): the API calls them in a worker 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from mtserve.service.tm import (
@@ -40,13 +40,24 @@ from mtserve.service.tm import (
     language_code,
     pair_bytes,
 )
-from mtserve.service.tm_files import format_of, read_tm
+from mtserve.service.tm_files import PastCap, ReadCaps, TMFile, format_of, read_tm
 from mtserve.settings import Settings
 
 SUGGEST_ORIGIN = "suggest:"
 MAX_ORIGIN_CHARS = 200
 MAX_PAGE = 1000  # entries per listing page
 MAX_SEARCH = 100  # matches per search
+
+
+# reads a file's pairs: (file name, data, format, source, target, caps, cancel) -> TMFile
+TMReader = Callable[[str, bytes, str, "str | None", "str | None", ReadCaps, "threading.Event | None"], TMFile]
+
+
+def read_here(filename: str, data: bytes, fmt: str, source: str | None, target: str | None, caps: ReadCaps,
+              cancel: threading.Event | None = None) -> TMFile:
+    """A file's pairs read in this process; the server reads them in the document sandbox instead
+    (``mtserve.documents.sandbox.read_tm_file``, which the API passes)."""
+    return read_tm(data, fmt, source, target, caps)
 
 
 class TMForbidden(TMError):
@@ -123,6 +134,10 @@ def _language(code: object, role: str, languages: Collection[str] | None) -> str
     return found
 
 
+def _who(owner: str | None) -> str:
+    return f"API key {owner}" if owner else "the operator (API keys are off)"
+
+
 def _text(value: object, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise TMError(f"{name} is missing; send the text")
@@ -150,38 +165,51 @@ class MemoryAccess:
     # --- importing -----------------------------------------------------------------------
     def import_file(self, scope: TMScope, data: bytes, filename: str, fmt: str | None = None,
                     source: str | None = None, target: str | None = None, origin: str | None = None,
-                    languages: Collection[str] | None = None) -> ImportResult:
-        """Parse a .tmx/.po/.xliff/.tsv file and store its pairs as ``scope``'s entries, within the cap."""
+                    languages: Collection[str] | None = None, read: TMReader = read_here,
+                    cancel: threading.Event | None = None) -> ImportResult:
+        """Parse a .tmx/.po/.xliff/.tsv file with ``read`` and store its pairs as ``scope``'s entries, within
+        the caps: the reader stops at the first pair past what the owner may still hold. ``cancel`` set:
+        the parse or the write stops (TMCancelled), keeping the batches already stored."""
         owner = scope.owner_of_new()
         origin = (origin or "").strip() or filename.strip() or "upload"
         if len(origin) > MAX_ORIGIN_CHARS or not origin.isprintable():
             raise TMError(f"origin must be printable text of at most {MAX_ORIGIN_CHARS} characters")
-        found = read_tm(data, format_of(filename or "upload", fmt or None), source or None, target or None)
+        fmt = format_of(filename or "upload", fmt or None)
+        held = self.memory.usage(owner)
+        entry_cap, byte_cap = self.settings.tm_entries_per_key, self.settings.tm_bytes_per_key
+        caps = ReadCaps(pairs=max(0, entry_cap - held.entries) if entry_cap else None,
+                        bytes=max(0, byte_cap - held.bytes) if byte_cap else None)
+        try:
+            found = read(filename or "upload", data, fmt, source or None, target or None, caps, cancel)
+        except PastCap as past:  # the reader stopped at the first pair past what the owner may still hold
+            more = f"more than the {past.limit:,} left under"
+            raise (self._over_entries if past.pairs else self._over_bytes)(owner, held, more) from None
         _language(found.source_lang, "the source language", languages)
         _language(found.target_lang, "the target language", languages)
-        size = sum(pair_bytes(s, t) for s, t in found.pairs)
-        with self._import_lock(owner):
+        with self._import_lock(owner):  # again, with the write: another import of the owner's may have landed
             held = self.memory.usage(owner)
-            self._check_import(owner, held, len(found.pairs), size)
+            if entry_cap and held.entries + len(found.pairs) > entry_cap:
+                raise self._over_entries(owner, held, f"{len(found.pairs):,} more, past")
+            if byte_cap and held.bytes + found.bytes > byte_cap:
+                raise self._over_bytes(owner, held, f"{found.bytes:,} more, past")
             report = AddReport(skipped=dict(found.skipped))
             self.memory.add(found.pairs, found.source_lang, found.target_lang, origin=origin, owner=owner,
-                            report=report)
+                            report=report, cancel=cancel)
             held = self.memory.usage(owner)
         return ImportResult(found.source_lang, found.target_lang, origin, report, held.entries)
 
-    def _check_import(self, owner: str | None, held: Usage, entries: int, size: int) -> None:
-        """TMQuota if ``entries`` more entries of ``size`` bytes would take ``owner`` past a cap."""
-        who = f"API key {owner}" if owner else "the operator (API keys are off)"
+    def _over_entries(self, owner: str | None, held: Usage, more: str) -> TMQuota:
+        """The refusal of an import with ``more`` entries ("2 more, past", "more than the 1 left under")."""
         cap = self.settings.tm_entries_per_key
-        if cap and held.entries + entries > cap:
-            raise TMQuota(f"{who} holds {held.entries:,} translation-memory entries and this file has "
-                          f"{entries:,} more, past the limit of {cap:,} (MTSERVE_TM_ENTRIES_PER_KEY); "
-                          "delete some (DELETE /tm/entries?origin=...) or import a smaller file")
+        return TMQuota(f"{_who(owner)} holds {held.entries:,} translation-memory entries and this file has {more} "
+                       f"the limit of {cap:,} (MTSERVE_TM_ENTRIES_PER_KEY); delete some "
+                       "(DELETE /tm/entries?origin=...) or import a smaller file")
+
+    def _over_bytes(self, owner: str | None, held: Usage, more: str) -> TMQuota:
         cap = self.settings.tm_bytes_per_key
-        if cap and held.bytes + size > cap:
-            raise TMQuota(f"{who} holds {held.bytes:,} bytes of translation-memory text and this file has "
-                          f"{size:,} more, past the limit of {cap:,} bytes (MTSERVE_TM_BYTES_PER_KEY); "
-                          "delete some entries (DELETE /tm/entries?origin=...) or import a smaller file")
+        return TMQuota(f"{_who(owner)} holds {held.bytes:,} bytes of translation-memory text and this file has "
+                       f"{more} the limit of {cap:,} bytes (MTSERVE_TM_BYTES_PER_KEY); delete some "
+                       "entries (DELETE /tm/entries?origin=...) or import a smaller file")
 
     # --- reading -------------------------------------------------------------------------
     def search(self, scope: TMScope, text: object, source: object, target: object, limit: int = 10,

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from mtserve.service.tm import ALL_OWNERS, TMCancelled, TMError, TranslationMemory, language_code
-from mtserve.service.tm_files import format_of, read_tm, write_tmx
+from mtserve.service.tm_files import PastCap, ReadCaps, format_of, read_tm, write_tmx
 from mtserve.text.punctuation import match_key
 
 UI = [("打开文件", "Open file"), ("保存文件", "Save file"), ("打开文件夹", "Open folder"),
@@ -551,6 +551,46 @@ def test_tmx_entities_are_not_resolved_and_bad_xml_is_refused(tmp_path):
         read_tm(b"<html/>", "tmx")
     with pytest.raises(TMError, match="say which pair"):
         read_tm(b'<tmx><header srclang="*all*"/><body/></tmx>', "tmx")
+
+
+TMX_UNIT = '<tu><tuv xml:lang="en"><seg>Line {i}</seg></tuv><tuv xml:lang="zh"><seg>第{i}行</seg></tuv></tu>'
+XLIFF_UNIT = '<trans-unit id="{i}"><source>Line {i}</source><target>第{i}行</target></trans-unit>'
+CUT_SHORT = "<broken"  # what follows the third unit: a reader that got this far fails on it instead
+
+
+@pytest.mark.parametrize("fmt, data", [
+    ("tsv", "".join(f"Line {i}\t第{i}行\n" for i in range(3)).encode() + b"\xff\xfe not UTF-8\n"),
+    ("tmx", ('<tmx version="1.4"><header srclang="en"/><body>' + "".join(TMX_UNIT.format(i=i) for i in range(3))
+             + CUT_SHORT).encode()),
+    ("xliff", ('<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"><file source-language="en" '
+               'target-language="zh"><body>' + "".join(XLIFF_UNIT.format(i=i) for i in range(3))
+               + CUT_SHORT).encode()),
+])
+def test_a_reader_stops_at_the_first_pair_past_its_cap_without_reading_on(fmt, data):
+    """Finding: the entry cap was checked only once a whole file had been parsed."""
+    with pytest.raises(PastCap, match="more than 2 pairs") as stopped:
+        read_tm(data, fmt, "en", "zh", caps=ReadCaps(pairs=2))
+    assert stopped.value.pairs and stopped.value.limit == 2
+    with pytest.raises(PastCap, match="more than 20 bytes of text"):
+        read_tm(data, fmt, "en", "zh", caps=ReadCaps(bytes=20))  # "Line 0第0行" is 13 bytes, two are 26
+    with pytest.raises(TMError, match="not UTF-8|not well-formed"):  # read to the end, it is refused
+        read_tm(data, fmt, "en", "zh")
+
+
+def test_a_po_import_stops_at_the_first_pair_past_its_cap():
+    with pytest.raises(PastCap, match="more than 1 pairs"):
+        read_tm(PO.encode(), "po", caps=ReadCaps(pairs=1))
+    assert len(read_tm(PO.encode(), "po", caps=ReadCaps(pairs=2)).pairs) == 2
+
+
+def test_a_streamed_tmx_is_read_as_the_whole_tree_was():
+    """The pair still comes from the header and the units' languages, read ahead in a first pass."""
+    big = ('<tmx version="1.4"><header srclang="en"/><body>' + "".join(TMX_UNIT.format(i=i) for i in range(5000))
+           + "</body></tmx>").encode()
+    found = read_tm(big, "tmx")
+    assert (found.source_lang, found.target_lang, len(found.pairs)) == ("en", "zh", 5000)
+    assert found.pairs[4999] == ("Line 4999", "第4999行") and found.bytes == sum(
+        len(s.encode()) + len(t.encode()) for s, t in found.pairs)
 
 
 def test_tmx_export_reimports_to_the_same_pairs(tm):
