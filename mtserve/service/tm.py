@@ -470,10 +470,26 @@ class TranslationMemory:
         if known is None or known[1] != version or time.monotonic() - known[0] > max_age_s:
             read_at = time.monotonic()
             with self._reading() as db:
-                found = frozenset(db.execute("SELECT DISTINCT source_lang, target_lang FROM tm "
-                                             "WHERE suggestion = 0").fetchall())
+                found = self._read_pairs(db)
             self._pairs = known = (read_at, version, found)
         return known[2]
+
+    @staticmethod
+    def _read_pairs(db: sqlite3.Connection) -> frozenset[tuple[str, str]]:
+        """The pairs holding entries, skipping along the exact index (source, then target within it): a few
+        seeks a pair, not a scan of every entry (a translation may ask this on the event loop)."""
+        found: set[tuple[str, str]] = set()
+        source = ""
+        while row := db.execute("SELECT source_lang FROM tm WHERE source_lang > ? ORDER BY source_lang LIMIT 1",
+                                (source,)).fetchone():
+            source, target = row[0], ""
+            while row := db.execute("SELECT target_lang FROM tm WHERE source_lang = ? AND target_lang > ? "
+                                    "ORDER BY target_lang LIMIT 1", (source, target)).fetchone():
+                target = row[0]
+                if db.execute("SELECT 1 FROM tm WHERE source_lang = ? AND target_lang = ? AND suggestion = 0 "
+                              "LIMIT 1", (source, target)).fetchone():
+                    found.add((source, target))
+        return frozenset(found)
 
     def exact(self, text: str, source_lang: str, target_lang: str, owner: str | None = None,
               shared: bool = True) -> TMEntry | None:
