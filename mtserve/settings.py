@@ -190,6 +190,11 @@ class Settings(BaseSettings):
         100, description="Most stored glossaries one API key may own (with api_keys off: that the API may "
         "create in all); more get 403. `mtserve glossary add` is not bound (0 = no cap)."
     )
+    glossary_bytes_per_key: int = Field(
+        5_000_000, ge=0, description="Most bytes of glossary entries (terms and translations, UTF-8) the stored "
+        "glossaries of one API key may hold together (with api_keys off: those the API creates in all); a "
+        "glossary that would pass it gets 403. `mtserve glossary add` is not bound (0 = no cap)."
+    )
     glossary_max_entries: int = Field(
         10_000, description="Most entries in one stored glossary (POST /v2/glossaries, `mtserve glossary "
         "add`); more get 413 (0 = no cap)."
@@ -252,6 +257,19 @@ class Settings(BaseSettings):
     tm_suggestions_per_key: int = Field(
         1_000, ge=0, description="Most suggestions (/suggest) waiting for the operator from one API key (callers "
         "without a key share one allowance); more get 403 until some are accepted or removed (0 = no cap)."
+    )
+    # Bytes, not only entries: one entry may hold 5,000 characters on each side, and an indexed entry takes
+    # 13-16 times its text on disk once the WAL is checkpointed (short UI strings and long CJK paragraphs
+    # measured alike), up to twice that while the WAL still holds a large import.
+    tm_bytes_per_key: int = Field(
+        10_000_000, ge=0, description="Most bytes of translation-memory text (sources and targets, UTF-8) one API "
+        "key may hold through POST /tm/import (with api_keys off: the operator's, past which the API imports no "
+        "more); an import that would pass it gets 403. With its index an entry takes about 15 times its text on "
+        "disk. `mtserve tm import` is not bound (0 = no cap)."
+    )
+    tm_suggestion_bytes_per_key: int = Field(
+        1_000_000, ge=0, description="Most bytes of suggestion text (q and s, UTF-8) waiting for the operator from "
+        "one API key (callers without a key share one allowance); past it /suggest gets 403 (0 = no cap)."
     )
     markup_mode: Literal["context", "transfer"] = Field(
         "transfer",

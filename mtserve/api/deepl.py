@@ -261,7 +261,8 @@ async def create_glossary(request: Request):
     def create():
         entries = parse_entries(fields["entries"], fmt, max_entries=settings.glossary_max_entries)
         return store.create(fields["name"], source, target, entries, scope=scope,
-                            max_entries=settings.glossary_max_entries, max_owned=settings.glossaries_per_key)
+                            max_entries=settings.glossary_max_entries, max_owned=settings.glossaries_per_key,
+                            max_bytes=settings.glossary_bytes_per_key)
 
     try:
         scope.owner_of_new()  # a caller without a key is refused before its entries are parsed

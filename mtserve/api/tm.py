@@ -17,7 +17,9 @@ caps, are ``mtserve.service.tm_access``'s. Keys as everywhere (``Authorization: 
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
+import threading
 from typing import Any, Callable, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request
@@ -34,7 +36,8 @@ from mtserve.api.common import (
     text_field,
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge, ErrorBody
-from mtserve.service.tm import TMEntry, TMError, TMMatch
+from mtserve.documents.sandbox import read_tm_file
+from mtserve.service.tm import TMEntry, TMError, TMMatch, TMTooLarge
 from mtserve.service.tm_access import (
     MAX_PAGE,
     MAX_SEARCH,
@@ -106,6 +109,8 @@ async def _call(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise ApiError(404, str(exc)) from None
     except TMForbidden as exc:
         raise ApiError(403, str(exc)) from None
+    except TMTooLarge as exc:
+        raise ApiError(413, str(exc)) from None
     except TMError as exc:
         raise ApiError(400, str(exc)) from None
     except sqlite3.OperationalError as exc:  # the file locked by a long write elsewhere (a CLI import)
@@ -158,9 +163,15 @@ async def import_file(request: Request):
         raise ApiError(400, "the form has no file; send the translation memory (.tmx, .po, .xliff or .tsv) "
                             "in a field named 'file'")
     languages = runtime_of(request).model.languages
-    result = await _call(_access(request).import_file, _scope(request), upload.content, upload.filename or "",
-                         fields.get("format"), fields.get("source"), fields.get("target"), fields.get("origin"),
-                         languages)
+    # Set when this request ends, also early (uvicorn cancels what is still running once the shutdown grace
+    # is over): the parse stops, or the write at its next batch, instead of holding the process up.
+    cancel = threading.Event()
+    try:
+        result = await _call(_access(request).import_file, _scope(request), upload.content, upload.filename or "",
+                             fields.get("format"), fields.get("source"), fields.get("target"), fields.get("origin"),
+                             languages, read=functools.partial(read_tm_file, settings), cancel=cancel)
+    finally:
+        cancel.set()
     report = result.report
     return JSONResponse({
         "source": result.source_lang, "target": result.target_lang, "origin": result.origin,
@@ -172,11 +183,12 @@ async def import_file(request: Request):
 # --- reading --------------------------------------------------------------------------------------
 @router.get("/tm", responses=TM_ERRORS)
 async def tm_stats(request: Request):
-    """The caller's entries per language pair (the operator: everyone's), and its cap."""
+    """The caller's entries per language pair (the operator: everyone's), what it holds and its caps."""
     admit(request)
     pairs, held = await _call(_access(request).stats, _scope(request))
-    cap = _settings(request).tm_entries_per_key
-    return {"entries": held, "entriesLimit": cap or None,
+    settings = _settings(request)
+    return {"entries": held.entries, "entriesLimit": settings.tm_entries_per_key or None,
+            "bytes": held.bytes, "bytesLimit": settings.tm_bytes_per_key or None,
             "pairs": [{"source": p.source_lang, "target": p.target_lang, "entries": p.entries,
                        "suggestions": p.suggestions, "origins": p.origins} for p in pairs]}
 

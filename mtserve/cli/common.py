@@ -29,7 +29,10 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
 SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
                  "json_max_depth", "api_keys", "require_api_key", "metrics_require_key", "anonymous_rpm",
                  "rate_limit_callers", "cors_origins",
-                 "shutdown_grace_s", "glossaries_per_key", "glossary_max_entries", "glossary_request_entries")
+                 "shutdown_grace_s", "glossaries_per_key", "glossary_bytes_per_key", "glossary_max_entries",
+                 "glossary_request_entries",
+                 # what API keys may store in the translation memory
+                 "tm_entries_per_key", "tm_bytes_per_key", "tm_suggestions_per_key", "tm_suggestion_bytes_per_key")
 # Bounds a document is read within (the CLI's translate-file takes them too).
 FILES_LIMIT_FIELDS = ("files_max_expanded_mb", "files_max_archive_entries", "files_max_xml_mb",
                       "files_max_xml_nodes", "files_max_depth", "files_max_pdf_pages",

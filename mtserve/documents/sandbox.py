@@ -13,6 +13,11 @@ driven by a thread of its own, and the others wait in line without holding a thr
 counts a process's whole life, so each request gets the CPU it has used so far plus its budget;
 a worker that hit a limit, or grew large, is replaced.
 
+Translation-memory files (``/tm/import``) are read here too (``read_tm_file``): the worker streams
+them with ``mtserve.service.tm_files``'s readers and sends back their pairs, so neither the parse
+nor a file past the caller's caps costs the server's memory, and an import whose request ends
+(the server's shutdown grace ran out) stops waiting and kills the worker.
+
 Document objects hold lxml trees and cannot travel between processes, so the worker returns what
 the runner needs (segments, notes, sections, the placeholder pattern), and rendering sends the
 original bytes and the translations back to a worker, which parses again (parsing is
@@ -47,6 +52,7 @@ from mtserve.documents.registry import FORMATS, Format, ReadOptions, format_for,
 log = logging.getLogger(__name__)
 
 MB = 1_000_000
+CANCEL_POLL_S = 0.2  # how often a cancellable call looks at its cancel event while it waits
 RENDER_FACTOR = 2  # a render's CPU and time budget, in parse budgets
 RECYCLE_RSS_BYTES = 256 * 2**20  # a worker left this large after a request is replaced, not kept warm
 
@@ -65,9 +71,13 @@ class WorkerLimits:
                    timeout_s=settings.files_parse_timeout_s)
 
 
+class ParseCancelled(DocumentError):
+    """A cancellable call's cancel event was set while it waited: its worker was stopped."""
+
+
 @dataclasses.dataclass(frozen=True)
 class _Request:
-    kind: str  # "read", "render" or "ping"
+    kind: str  # "read", "render", "tm" (a translation-memory file) or "ping"
     filename: str
     data: bytes
     formats: tuple[str, ...]
@@ -77,6 +87,7 @@ class _Request:
     target: str = ""  # for "read": the target it is for (a file may refuse one: check_target)
     options: ReadOptions = field(default_factory=ReadOptions)
     from_memory: frozenset[int] = frozenset()  # for "render": Document.from_memory
+    tm: tuple = ()  # for "tm": (format, source, target, ReadCaps), as tm_files.read_tm takes them
 
 
 # --- the worker process ------------------------------------------------------------------------------
@@ -120,6 +131,8 @@ def _serve(conn: Connection) -> None:
         __import__(f"mtserve.documents.{module}")
     import pdfminer.high_level  # noqa: F401
     import pypdf  # noqa: F401
+
+    import mtserve.service.tm_files  # noqa: F401
 
     conn.send(("ready", os.getpid()))
     while True:
@@ -177,6 +190,15 @@ def _what(request: _Request) -> str:
 def _run(request: _Request):
     if request.kind == "ping":
         return os.getpid()
+    if request.kind == "tm":
+        from mtserve.service.tm import TMError
+        from mtserve.service.tm_files import read_tm
+
+        fmt, source, target, caps = request.tm
+        try:
+            return read_tm(request.data, fmt, source, target, caps)
+        except TMError as exc:
+            return exc  # the caller raises it again: its type says what the API answers (PastCap: 403)
     formats = tuple(f for f in FORMATS if f.name in request.formats)
     document = read_document(request.filename, request.data, formats, request.options, request.limits)
     if request.kind == "read":
@@ -234,11 +256,12 @@ class _Worker:
         self.conn.close()
         _LIVE.discard(self)
 
-    def call(self, request: _Request) -> tuple:
-        """The worker's reply; raises LimitExceeded or DocumentError for a worker that died or overran."""
+    def call(self, request: _Request, cancel: threading.Event | None = None) -> tuple:
+        """The worker's reply; raises LimitExceeded or DocumentError for a worker that died or overran,
+        ParseCancelled (the worker killed) once ``cancel`` is set."""
         started = time.monotonic()
         self.conn.send(request)
-        if not self.conn.poll(request.budget.timeout_s):
+        if not self._answered(request, started, cancel):
             self.kill()
             limit = request.budget.timeout_s
             raise LimitExceeded(f"{_what(request)} took longer than {limit:g} s; the limit is {limit:g} s "
@@ -255,6 +278,19 @@ class _Worker:
                 "event": "document_worker_died", "exit_code": code,
                 "duration_ms": round((time.monotonic() - started) * 1000)})
             raise _death(request, code) from None
+
+    def _answered(self, request: _Request, started: float, cancel: threading.Event | None) -> bool:
+        """Whether the reply came within the request's time; ParseCancelled when ``cancel`` is set first."""
+        if cancel is None:
+            return self.conn.poll(request.budget.timeout_s)
+        deadline = started + request.budget.timeout_s
+        while not self.conn.poll(max(0.0, min(CANCEL_POLL_S, deadline - time.monotonic()))):
+            if cancel.is_set():
+                self.kill()
+                raise ParseCancelled(f"{_what(request)} was stopped: its request ended")
+            if time.monotonic() >= deadline:
+                return False
+        return True
 
 
 def _death(request: _Request, code: int | None) -> LimitExceeded:
@@ -286,26 +322,35 @@ class Sandbox:
                                                               thread_name_prefix="mtserve-documents")
         self._local = threading.local()
 
-    def _call(self, request: _Request) -> tuple:
+    def _call(self, request: _Request, cancel: threading.Event | None = None) -> tuple:
         """Runs on one of the pool's threads, with that thread's worker."""
+        if cancel is not None and cancel.is_set():
+            raise ParseCancelled(f"{_what(request)} was stopped: its request ended")
         worker: _Worker | None = getattr(self._local, "worker", None)
         if worker is None or not worker.alive():
             worker = self._local.worker = _Worker()
         try:
-            reply = worker.call(request)
+            reply = worker.call(request, cancel)
         except (BrokenPipeError, ConnectionResetError):  # it died while idle: once more, on a new one
             worker.kill()
             worker = self._local.worker = _Worker()
-            reply = worker.call(request)
+            reply = worker.call(request, cancel)
         status, payload, recycle = reply
         if recycle:  # it exits after this reply (a limit was hit, or it grew large): wait for that
             worker.kill()
             self._local.worker = None
         return status, payload
 
-    def call(self, request: _Request) -> tuple:
-        """Blocking, from any thread."""
-        return self.executor.submit(self._call, request).result()
+    def call(self, request: _Request, cancel: threading.Event | None = None) -> tuple:
+        """Blocking, from any thread; with ``cancel``, ParseCancelled soon after it is set, queued or running."""
+        future = self.executor.submit(self._call, request, cancel)
+        while cancel is not None:
+            try:
+                return future.result(timeout=CANCEL_POLL_S)
+            except concurrent.futures.TimeoutError:
+                if cancel.is_set() and future.cancel():  # still queued behind other parses
+                    raise ParseCancelled(f"{_what(request)} was stopped: its request ended") from None
+        return future.result()
 
     async def call_async(self, request: _Request) -> tuple:
         return await asyncio.get_running_loop().run_in_executor(self.executor, self._call, request)
@@ -413,6 +458,39 @@ async def parse_document(settings, filename: str, data: bytes,
                        WorkerLimits.from_settings(settings), target=target, options=options)
     parsed = _answer(await sandbox.call_async(request), request)
     return SandboxedDocument(sandbox, request, parsed)
+
+
+def read_tm_file(settings, filename: str, data: bytes, fmt: str, source: str | None, target: str | None,
+                 caps=None, cancel: threading.Event | None = None):
+    """A translation-memory file's pairs (``tm_files.TMFile``), read in a worker within the parse limits
+    (files_parse_workers=0: here, in this thread). Blocking: the API calls it in a worker thread.
+
+    Raises TMError: PastCap past ``caps``, TMTooLarge past a worker limit (413), TMCancelled once
+    ``cancel`` is set.
+    """
+    from mtserve.service.tm import TMCancelled, TMError, TMTooLarge
+    from mtserve.service.tm_files import NO_CAPS, read_tm
+
+    caps = caps or NO_CAPS
+    if settings.files_parse_workers <= 0:
+        try:
+            return read_tm(data, fmt, source, target, caps)
+        except (MemoryError, RecursionError) as exc:
+            raise TMTooLarge(f"reading the file needed more than the server could give ({type(exc).__name__}); "
+                             "parse files in a worker (MTSERVE_FILES_PARSE_WORKERS) to bound it") from None
+    request = _Request("tm", filename, data, (), Limits.from_settings(settings), WorkerLimits.from_settings(settings),
+                       tm=(fmt, source, target, caps))
+    try:
+        found = _answer(shared(settings.files_parse_workers).call(request, cancel), request)
+    except ParseCancelled as exc:
+        raise TMCancelled(str(exc)) from None
+    except LimitExceeded as exc:
+        raise TMTooLarge(str(exc)) from None
+    except DocumentError as exc:
+        raise TMError(str(exc)) from None
+    if isinstance(found, TMError):
+        raise found
+    return found
 
 
 def warm(settings) -> None:

@@ -462,11 +462,13 @@ class GlossaryStore:
         db.execute("CREATE INDEX IF NOT EXISTS glossaries_by_owner ON glossaries (owner)")
 
     def create(self, name: str, source: str, target: str, entries: Mapping[str, str], *,
-               scope: GlossaryScope = OPERATOR, max_entries: int = 0, max_owned: int = 0) -> Glossary:
+               scope: GlossaryScope = OPERATOR, max_entries: int = 0, max_owned: int = 0,
+               max_bytes: int = 0) -> Glossary:
         """A new glossary owned by the scope's key (or the operator's).
 
         ``max_entries`` caps its entries (GlossaryTooLarge), ``max_owned`` the glossaries its owner
-        may hold (GlossaryQuota); 0 is no cap. The count and the insert are one transaction.
+        may hold and ``max_bytes`` the bytes of their entries together (GlossaryQuota); 0 is no cap.
+        The counts and the insert are one transaction.
         """
         owner = scope.owner_of_new()
         if not isinstance(name, str) or not name.strip():
@@ -490,6 +492,17 @@ class GlossaryStore:
                     who = f"API key {owner}" if owner else "the server (API keys are off)"
                     raise GlossaryQuota(f"{who} already has {held:,} glossaries, the limit "
                                         "(MTSERVE_GLOSSARIES_PER_KEY); delete one before creating another")
+            if max_bytes > 0:
+                held = db.execute(
+                    "SELECT coalesce(sum(length(CAST(e.term AS BLOB)) + length(CAST(e.translation AS BLOB))), 0) "
+                    "FROM entries e JOIN glossaries g ON g.id = e.glossary_id WHERE g.owner IS ?",
+                    (owner,)).fetchone()[0]
+                size = sum(len(term.encode()) + len(translation.encode()) for term, translation in clean.items())
+                if held + size > max_bytes:
+                    who = f"API key {owner}" if owner else "the server (API keys are off)"
+                    raise GlossaryQuota(f"the glossaries of {who} hold {held:,} bytes of entries and this one has "
+                                        f"{size:,} more, past the limit of {max_bytes:,} bytes "
+                                        "(MTSERVE_GLOSSARY_BYTES_PER_KEY); delete a glossary or send a smaller one")
             db.execute("INSERT INTO glossaries (id, name, source_lang, target_lang, created, owner) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
                        (glossary.id, glossary.name, source, target, glossary.created, owner))

@@ -9,7 +9,6 @@ cannot stall the event loop.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -18,7 +17,7 @@ from mtserve.service.cache import CacheKey, TranslationCache
 from mtserve.service.glossary import GlossaryFile, canonical, matching_entries, merge
 from mtserve.service.metrics import Metrics
 from mtserve.service.request import Usage
-from mtserve.service.tm import ALL_OWNERS, TranslationMemory
+from mtserve.service.tm import TranslationMemory
 from mtserve.settings import Settings
 from mtserve.text import abandon, chinese, markup
 from mtserve.text.html import HTML, TagHandling, parse_html
@@ -157,7 +156,6 @@ class Planner:
         self.metrics = metrics
         self.glossary_file = glossary_file
         self.memory = memory
-        self._tm_pairs: tuple[float, int, set[tuple[str, str]]] | None = None  # (when, generation, pairs)
 
     # --- cutting ------------------------------------------------------------------------------
     def plan(self, text: str, source: str, target: str, fmt: str,
@@ -237,12 +235,8 @@ class Planner:
         """The TM, if this request uses it and it holds entries for the pair (checked cheaply)."""
         if not use or self.memory is None:
             return None
-        now = time.monotonic()
-        known, generation = self._tm_pairs, self.memory.generation  # a write here (the /tm API) is seen at once
-        if known is None or now - known[0] > TM_PAIRS_TTL_S or known[1] != generation:
-            pairs = {(p.source_lang, p.target_lang) for p in self.memory.stats(owner=ALL_OWNERS) if p.entries}
-            self._tm_pairs = known = (now, generation, pairs)
-        return self.memory if (source, target) in known[2] else None
+        # a write through this process's store (the /tm API) is seen at once, one by `mtserve tm` within the TTL
+        return self.memory if (source, target) in self.memory.pairs(TM_PAIRS_TTL_S) else None
 
     @staticmethod
     def _stored_translation(memory: TranslationMemory, text: str, source: str, target: str,

@@ -31,18 +31,31 @@ time they came, an owner and a ``suggestion`` flag.
   read them out).
 - **Suggestions** (LibreTranslate's ``/suggest``) are stored with
   ``suggestion`` set and take part in no lookup until the operator accepts
-  them (``accept``, ``mtserve tm accept``).
+  them (``accept``, ``mtserve tm accept``). Nor are they indexed until then
+  (a 5,000-character suggestion would add about 5,000 index rows that no
+  lookup reads): the triggers skip them, and accepting one writes its grams.
+- **Readers never wait for a writer.** Lookups and listings each take a
+  connection of their own from a small pool; writes go through one writer
+  connection behind a lock. In WAL mode a reader sees the last committed
+  state while a write transaction is open, so a translation is never held up
+  by an import (BENCHMARKS.md, *TM import isolation*). A write is cut into
+  transactions of at most ``WRITE_BATCH_GRAMS`` index rows, so other writers
+  (a /suggest, another key's import) wait one batch at most, and an import
+  asked to stop (``cancel``: its request was cancelled, the server is
+  shutting down) stops at the next batch boundary, keeping what it committed.
 
-Safe to share between threads: one connection, behind a lock (WAL mode, so a
-CLI import and a running server can use the file at once).
+Safe to share between threads, and a CLI import and a running server can use
+the file at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,7 +64,12 @@ from mtserve.text.punctuation import match_key
 
 ALL_OWNERS = "*"  # the operator's view: every owner's entries (key ids are hex, never "*")
 MAX_SEGMENT_CHARS = 5000
-ADD_CHUNK = 1000  # pairs stored per transaction: a large import never holds the lock from lookups for long
+ADD_CHUNK = 1000  # most pairs stored per write transaction
+# Most index rows (the bigrams of the keys: about one per character) one write transaction adds;
+# a 5,000-character entry writes about 5,000, so a batch of long entries is a few of them. Bounds
+# how long another writer waits and how soon a cancelled import stops, at a few tenths of a second.
+WRITE_BATCH_GRAMS = 20_000
+SCHEMA_VERSION = 1  # PRAGMA user_version; 1: suggestions are not indexed
 MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT DO UPDATE, in the index triggers
 DEFAULT_CANDIDATES = 50
 QUERY_GRAMS = 8  # at most this many of a query's rarest bigrams pre-select candidates
@@ -63,6 +81,15 @@ _TRADITIONAL = {"hant", "tw", "hk", "mo"}
 
 class TMError(ValueError):
     """Bad translation-memory input or an unusable store; the message says what to fix."""
+
+
+class TMTooLarge(TMError):
+    """Reading a file took more memory, CPU or time than the parse limits allow (413); the message names the
+    setting."""
+
+
+class TMCancelled(TMError):
+    """A write stopped at a batch boundary because it was asked to (its request ended, the server stops)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +126,19 @@ class AddReport:
         parts = [f"{self.added} added", f"{self.duplicates} already there"]
         parts += [f"{n} skipped: {reason}" for reason, n in sorted(self.skipped.items())]
         return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What an owner holds: entries (or suggestions), and the UTF-8 bytes of their sources and targets."""
+
+    entries: int
+    bytes: int
+
+
+def pair_bytes(source: str, target: str) -> int:
+    """What a pair counts against a cap on stored bytes: its text in UTF-8."""
+    return len(source.encode("utf-8", "surrogatepass")) + len(target.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True)
@@ -147,12 +187,23 @@ CREATE TABLE IF NOT EXISTS tm_grams (gram TEXT NOT NULL, id INTEGER NOT NULL, PR
     WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tm_gram_df (gram TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tm_positions (n INTEGER PRIMARY KEY);  -- 1..MAX_SEGMENT_CHARS, for the triggers
-CREATE TRIGGER IF NOT EXISTS tm_index_insert AFTER INSERT ON tm BEGIN
+"""
+# The index triggers, made by _setup (remade for a file from before: user_version 0).
+# Suggestions are not indexed: no lookup reads them, and one is up to 5,000 index rows.
+_INDEX_GRAMS = """
     INSERT OR IGNORE INTO tm_grams (gram, id)
         SELECT new.source_lang || '>' || new.target_lang || ' ' || substr(new.key, n, 2), new.id
-        FROM tm_positions WHERE n <= max(1, length(new.key) - 1);
+        FROM tm_positions WHERE n <= max(1, length(new.key) - 1);"""
+_TRIGGERS = f"""
+DROP TRIGGER IF EXISTS tm_index_insert;
+DROP TRIGGER IF EXISTS tm_index_accept;
+DROP TRIGGER IF EXISTS tm_index_delete;
+CREATE TRIGGER tm_index_insert AFTER INSERT ON tm WHEN new.suggestion = 0 BEGIN{_INDEX_GRAMS}
 END;
-CREATE TRIGGER IF NOT EXISTS tm_index_delete AFTER DELETE ON tm BEGIN
+CREATE TRIGGER tm_index_accept AFTER UPDATE OF suggestion ON tm
+    WHEN old.suggestion = 1 AND new.suggestion = 0 BEGIN{_INDEX_GRAMS}
+END;
+CREATE TRIGGER tm_index_delete AFTER DELETE ON tm WHEN old.suggestion = 0 BEGIN
     DELETE FROM tm_grams WHERE id = old.id AND gram IN (
         SELECT old.source_lang || '>' || old.target_lang || ' ' || substr(old.key, n, 2)
         FROM tm_positions WHERE n <= max(1, length(old.key) - 1));
@@ -163,6 +214,8 @@ END;
 CREATE TRIGGER IF NOT EXISTS tm_df_delete AFTER DELETE ON tm_grams BEGIN
     UPDATE tm_gram_df SET df = df - 1 WHERE gram = old.gram;
 END;
+DELETE FROM tm_grams WHERE id IN (SELECT id FROM tm WHERE suggestion = 1);  -- indexed before version 1
+PRAGMA user_version = {SCHEMA_VERSION};
 """
 _COLUMNS = "id, source, target, source_lang, target_lang, origin, owner, created, suggestion"
 
@@ -190,6 +243,18 @@ def _owned(owner: str | None) -> tuple[str, tuple]:
     return "owner = ?", (owner,)
 
 
+def _held(owner: str | None, suggestions: bool, origin: str | None) -> tuple[str, list]:
+    """The SQL condition for what ``owner`` holds itself (ALL_OWNERS: anyone), optionally of one origin."""
+    where, params = ["suggestion = ?"], [int(suggestions)]
+    if owner != ALL_OWNERS:
+        where.append("owner IS ?")
+        params.append(owner)
+    if origin is not None:
+        where.append("origin = ?")
+        params.append(origin)
+    return " AND ".join(where), params
+
+
 def query_grams(key: str, source_lang: str, target_lang: str) -> list[str]:
     """The distinct index grams of ``key`` for a pair, as the insert trigger writes them."""
     grams = [key[i:i + 2] for i in range(len(key) - 1)] or ([key] if key else [])
@@ -201,42 +266,114 @@ class TranslationMemory:
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None  # opened (and the file made) on first use
+        self._setup_lock = threading.Lock()
+        self._ready = False  # the file, its tables and triggers are made on first use
+        self._write_lock = threading.Lock()  # one writer at a time, on the writer connection
+        self._writer: sqlite3.Connection | None = None
+        self._pool_lock = threading.Lock()  # guards the idle readers only, never held across a query
+        self._idle: list[sqlite3.Connection] = []
+        self._epoch = 0  # close() starts a new one: readers of an older one are closed when handed back
         self.generation = 0  # counts this object's writes that changed rows: readers may cache what they saw
+        # (when read, the pairs_version it was read at, the pairs): the pairs holding entries, for pairs()
+        self._pairs: tuple[float, int, frozenset[tuple[str, str]]] | None = None
+        self._pairs_version = 0  # moved by a write that may have changed which pairs hold entries
 
-    # --- the connection ------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
+    # --- the connections -----------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
+
+    def _setup(self) -> None:
+        """Make the file, its tables and its index positions, once."""
+        if self._ready:
+            return
+        with self._setup_lock:
+            if self._ready:
+                return
             if sqlite3.sqlite_version_info < MIN_SQLITE:
                 raise TMError(f"the translation memory needs SQLite {'.'.join(map(str, MIN_SQLITE))} or later "
                               f"(its index triggers upsert); this Python has {sqlite3.sqlite_version}: use a "
                               "Python built with a newer SQLite")
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(_SCHEMA)
-            if db.execute("SELECT count(*) FROM tm_positions").fetchone()[0] < MAX_SEGMENT_CHARS:
-                with db:
-                    db.execute("BEGIN")
-                    db.executemany("INSERT OR IGNORE INTO tm_positions (n) VALUES (?)",
-                                   [(n,) for n in range(1, MAX_SEGMENT_CHARS + 1)])
-            self._db = db
-        return self._db
+            db = self._connect()
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+                db.executescript(_SCHEMA)
+                if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    db.executescript(f"BEGIN IMMEDIATE; {_TRIGGERS} COMMIT;")
+                if db.execute("SELECT count(*) FROM tm_positions").fetchone()[0] < MAX_SEGMENT_CHARS:
+                    with db:
+                        db.execute("BEGIN")
+                        db.executemany("INSERT OR IGNORE INTO tm_positions (n) VALUES (?)",
+                                       [(n,) for n in range(1, MAX_SEGMENT_CHARS + 1)])
+            finally:
+                db.close()
+            self._ready = True
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """The writer connection in one transaction, committed at the end (rolled back on an error)."""
+        self._setup()
+        with self._write_lock:
+            if self._writer is None:
+                self._writer = self._connect()
+            db = self._writer
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                yield db
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A reader connection of the pool's for one call: it sees committed writes and waits for none."""
+        self._setup()
+        with self._pool_lock:
+            db = self._idle.pop() if self._idle else None
+            epoch = self._epoch
+        if db is None:
+            db = self._connect()
+            db.execute("PRAGMA query_only = ON")
+        try:
+            yield db
+        finally:
+            with self._pool_lock:
+                if epoch == self._epoch:
+                    self._idle.append(db)
+                    db = None
+            if db is not None:
+                db.close()
+
+    def _in_write_batch(self) -> None:
+        """Called inside each write transaction, before it commits: nothing here (tests hold a write
+        open at this point to show that lookups go on meanwhile)."""
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        with self._pool_lock:
+            idle, self._idle = self._idle, []
+            self._epoch += 1
+        for db in idle:
+            db.close()
+        with self._write_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    def _wrote(self, pairs: Iterable[tuple[str, str]] | None) -> None:
+        """After a write that changed rows has committed: ``pairs`` gained entries; None: any pair may
+        have gained or lost some."""
+        with self._write_lock:
+            self.generation += 1
+            known = self._pairs
+            if pairs is None or known is None or not set(pairs) <= known[2]:
+                self._pairs_version += 1
 
     # --- writing -------------------------------------------------------------------------
     def add(self, pairs: Iterable[tuple[str, str]], source_lang: str, target_lang: str, origin: str = "",
-            owner: str | None = None, suggestion: bool = False, report: AddReport | None = None) -> AddReport:
+            owner: str | None = None, suggestion: bool = False, report: AddReport | None = None,
+            cancel: threading.Event | None = None) -> AddReport:
         """Store (source, target) pairs; empty, over-long and duplicate pairs are counted, not stored.
 
-        Stored ADD_CHUNK pairs per transaction, so lookups in other threads go on during a large import
-        (and an import that fails half-way keeps the chunks before the failure).
+        Stored in batches (ADD_CHUNK pairs, WRITE_BATCH_GRAMS index rows), one transaction each, so
+        an import that fails or is cancelled half-way keeps the batches before. ``cancel`` set: stop
+        at the next batch boundary with TMCancelled.
         """
         if owner == ALL_OWNERS:
             raise TMError(f"{ALL_OWNERS!r} is not an owner; entries belong to a key id or to the operator (None)")
@@ -254,18 +391,20 @@ class TranslationMemory:
             else:
                 rows.append((source, target, source_lang, target_lang, match_key(source), origin, owner,
                              created, int(suggestion)))
-        for start in range(0, len(rows), ADD_CHUNK):  # the lock is let go between chunks, for lookups
-            chunk = rows[start:start + ADD_CHUNK]
-            with self._lock:
-                db = self._conn()
-                with db:  # one transaction per chunk
-                    db.execute("BEGIN")
-                    added = db.executemany(
-                        "INSERT OR IGNORE INTO tm (source, target, source_lang, target_lang, key, origin, owner, "
-                        "created, suggestion) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk).rowcount
-                self.generation += bool(added)
+        for batch in _batches(rows, grams=lambda row: 0 if suggestion else len(row[4])):
+            if cancel is not None and cancel.is_set():
+                raise TMCancelled(f"the import stopped before its end (its request ended, or the server is "
+                                  f"stopping) with {report.added:,} entries stored; import the file again "
+                                  "to store the rest")
+            with self._writing() as db:
+                added = db.executemany(
+                    "INSERT OR IGNORE INTO tm (source, target, source_lang, target_lang, key, origin, owner, "
+                    "created, suggestion) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch).rowcount
+                self._in_write_batch()
+            if added:
+                self._wrote([] if suggestion else [(source_lang, target_lang)])
             report.added += added
-            report.duplicates += len(chunk) - added
+            report.duplicates += len(batch) - added
         return report
 
     def remove(self, *, origin: str | None = None, ids: Iterable[int] | None = None, everything: bool = False,
@@ -285,18 +424,17 @@ class TranslationMemory:
                 return 0
             condition = f"{condition} AND id IN ({', '.join('?' * len(wanted))})"
             params = (*params, *wanted)
-        with self._lock:
-            db = self._conn()
-            with db:
-                db.execute("BEGIN")
-                removed = db.execute(f"DELETE FROM tm WHERE {condition}", params).rowcount
-            self.generation += bool(removed)
+        with self._writing() as db:
+            removed = db.execute(f"DELETE FROM tm WHERE {condition}", params).rowcount
+        if removed:
+            self._wrote(None)
         return removed
 
     def accept(self, ids: Iterable[int] | None = None) -> int:
         """Turn suggestions (all, or those ``ids``) into TM entries; returns how many were accepted.
 
-        A suggestion the TM already holds as an entry is dropped, not doubled.
+        A suggestion the TM already holds as an entry is dropped, not doubled. Accepting indexes
+        them, in batches as add() writes.
         """
         condition, params = "suggestion = 1", ()
         if ids is not None:
@@ -305,16 +443,54 @@ class TranslationMemory:
                 return 0
             condition += f" AND id IN ({', '.join('?' * len(wanted))})"
             params = tuple(wanted)
-        with self._lock:
-            db = self._conn()
-            with db:
-                db.execute("BEGIN")
-                accepted = db.execute(f"UPDATE OR IGNORE tm SET suggestion = 0 WHERE {condition}", params).rowcount
-                db.execute(f"DELETE FROM tm WHERE {condition}", params)  # those already in the TM
-            self.generation += bool(accepted)
+        with self._reading() as db:
+            found = db.execute(f"SELECT id, length(key) FROM tm WHERE {condition} ORDER BY id", params).fetchall()
+        accepted = 0
+        for batch in _batches(found, grams=lambda row: row[1]):
+            chosen = [row[0] for row in batch]
+            which = f"suggestion = 1 AND id IN ({', '.join('?' * len(chosen))})"
+            with self._writing() as db:
+                done = db.execute(f"UPDATE OR IGNORE tm SET suggestion = 0 WHERE {which}", chosen).rowcount
+                db.execute(f"DELETE FROM tm WHERE {which}", chosen)  # those already in the TM
+                self._in_write_batch()
+            if done:
+                self._wrote(None)
+            accepted += done
         return accepted
 
     # --- lookups -------------------------------------------------------------------------
+    def pairs(self, max_age_s: float) -> frozenset[tuple[str, str]]:
+        """The language pairs that hold entries (not only suggestions).
+
+        Read again after ``max_age_s`` (another process, `mtserve tm import`, may write the file) or
+        once this object's writes may have changed the answer; an import into a pair that already
+        holds entries does not, so a translation of another pair costs no read while one runs.
+        """
+        known, version = self._pairs, self._pairs_version
+        if known is None or known[1] != version or time.monotonic() - known[0] > max_age_s:
+            read_at = time.monotonic()
+            with self._reading() as db:
+                found = self._read_pairs(db)
+            self._pairs = known = (read_at, version, found)
+        return known[2]
+
+    @staticmethod
+    def _read_pairs(db: sqlite3.Connection) -> frozenset[tuple[str, str]]:
+        """The pairs holding entries, skipping along the exact index (source, then target within it): a few
+        seeks a pair, not a scan of every entry (a translation may ask this on the event loop)."""
+        found: set[tuple[str, str]] = set()
+        source = ""
+        while row := db.execute("SELECT source_lang FROM tm WHERE source_lang > ? ORDER BY source_lang LIMIT 1",
+                                (source,)).fetchone():
+            source, target = row[0], ""
+            while row := db.execute("SELECT target_lang FROM tm WHERE source_lang = ? AND target_lang > ? "
+                                    "ORDER BY target_lang LIMIT 1", (source, target)).fetchone():
+                target = row[0]
+                if db.execute("SELECT 1 FROM tm WHERE source_lang = ? AND target_lang = ? AND suggestion = 0 "
+                              "LIMIT 1", (source, target)).fetchone():
+                    found.add((source, target))
+        return frozenset(found)
+
     def exact(self, text: str, source_lang: str, target_lang: str, owner: str | None = None,
               shared: bool = True) -> TMEntry | None:
         """The entry whose source matches ``text`` after normalising, the caller's own and newest first."""
@@ -322,8 +498,8 @@ class TranslationMemory:
         if not key:
             return None
         condition, params = _visible(owner, shared)
-        with self._lock:
-            row = self._conn().execute(
+        with self._reading() as db:
+            row = db.execute(
                 f"SELECT {_COLUMNS} FROM tm WHERE source_lang = ? AND target_lang = ? AND key = ? "
                 f"AND suggestion = 0 AND {condition} ORDER BY owner IS NULL, id DESC LIMIT 1",
                 (source_lang, target_lang, key, *params)).fetchone()
@@ -345,8 +521,7 @@ class TranslationMemory:
             return []
         grams = query_grams(key, source_lang, target_lang)
         condition, params = _visible(owner, shared)
-        with self._lock:
-            db = self._conn()
+        with self._reading() as db:
             grams = self._rarest(db, grams)
             if not grams:  # no bigram of the query occurs in the TM
                 return []
@@ -401,21 +576,21 @@ class TranslationMemory:
             where.append("origin = ?")
             params = (*params, origin)
         page = "" if limit is None else f" LIMIT {max(0, int(limit))}"
-        with self._lock:
-            rows = self._conn().execute(f"SELECT {_COLUMNS} FROM tm WHERE {' AND '.join(where)} ORDER BY id{page}",
-                                        params).fetchall()
+        with self._reading() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM tm WHERE {' AND '.join(where)} ORDER BY id{page}",
+                              params).fetchall()
         return (_entry(row) for row in rows)
 
     def get(self, entry_id: int) -> TMEntry | None:
-        with self._lock:
-            row = self._conn().execute(f"SELECT {_COLUMNS} FROM tm WHERE id = ?", (int(entry_id),)).fetchone()
+        with self._reading() as db:
+            row = db.execute(f"SELECT {_COLUMNS} FROM tm WHERE id = ?", (int(entry_id),)).fetchone()
         return _entry(row) if row else None
 
     def stats(self, owner: str | None = None, shared: bool = True) -> list[PairStats]:
         """Entries, suggestions and origins per language pair."""
         condition, params = _visible(owner, shared)
-        with self._lock:
-            rows = self._conn().execute(
+        with self._reading() as db:
+            rows = db.execute(
                 f"SELECT source_lang, target_lang, sum(suggestion = 0), sum(suggestion), "
                 f"count(DISTINCT origin) FROM tm WHERE {condition} GROUP BY source_lang, target_lang "
                 f"ORDER BY source_lang, target_lang", params).fetchall()
@@ -424,17 +599,36 @@ class TranslationMemory:
     def count(self, owner: str | None, *, suggestions: bool = False, origin: str | None = None) -> int:
         """How many entries (or suggestions) ``owner`` holds itself (None: the operator; ALL_OWNERS: anyone),
         optionally from one origin: what a cap on a key's entries counts."""
-        where, params = ["suggestion = ?"], [int(suggestions)]
-        if owner != ALL_OWNERS:
-            where.append("owner IS ?")
-            params.append(owner)
-        if origin is not None:
-            where.append("origin = ?")
-            params.append(origin)
-        with self._lock:
-            return self._conn().execute(f"SELECT count(*) FROM tm WHERE {' AND '.join(where)}",
-                                        params).fetchone()[0]
+        where, params = _held(owner, suggestions, origin)
+        with self._reading() as db:
+            return db.execute(f"SELECT count(*) FROM tm WHERE {where}", params).fetchone()[0]
+
+    def usage(self, owner: str | None, *, suggestions: bool = False, origin: str | None = None) -> Usage:
+        """count()'s entries and the bytes of their text: what the caps on a key's holdings count. It reads
+        the rows themselves (count() reads only an index), so it is for imports and /suggest, not lookups."""
+        where, params = _held(owner, suggestions, origin)
+        with self._reading() as db:
+            entries, size = db.execute(
+                "SELECT count(*), coalesce(sum(length(CAST(source AS BLOB)) + length(CAST(target AS BLOB))), 0) "
+                f"FROM tm WHERE {where}", params).fetchone()
+        return Usage(entries, size)
 
     def __len__(self) -> int:
-        with self._lock:
-            return self._conn().execute("SELECT count(*) FROM tm WHERE suggestion = 0").fetchone()[0]
+        with self._reading() as db:
+            return db.execute("SELECT count(*) FROM tm WHERE suggestion = 0").fetchone()[0]
+
+
+def _batches(rows: list[tuple], grams: Callable[[tuple], int]) -> Iterator[list[tuple]]:
+    """``rows`` in runs of at most ADD_CHUNK rows and WRITE_BATCH_GRAMS index rows (``grams``: about
+    the length of a row's key, or 0 for one that is not indexed); a larger row is a run of its own."""
+    batch: list[tuple] = []
+    total = 0
+    for row in rows:
+        size = grams(row)
+        if batch and (len(batch) >= ADD_CHUNK or total + size > WRITE_BATCH_GRAMS):
+            yield batch
+            batch, total = [], 0
+        batch.append(row)
+        total += size
+    if batch:
+        yield batch

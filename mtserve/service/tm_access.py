@@ -9,9 +9,11 @@ The HTTP API (``mtserve.api.tm``: ``/tm/...`` and LibreTranslate's ``/suggest``)
   only; at translate time it uses them and the operator's (``TranslationService``), but it does not
   read the operator's out through the API. A caller without a key (keys on, not required) may not
   use the TM API (403: ownership needs an identity). Accepting suggestions is the operator's alone.
-- **Caps**: ``tm_entries_per_key`` entries a key holds (an import that would pass it is refused
-  whole, before anything is stored), ``tm_suggestions_per_key`` suggestions waiting from one key.
-  Imports through this object are serialised, so two at once cannot both slip under the cap.
+- **Caps**, on entries and on bytes (the UTF-8 text of sources and targets): ``tm_entries_per_key``
+  entries and ``tm_bytes_per_key`` bytes a key holds (an import that would pass either is refused
+  whole, before anything is stored), ``tm_suggestions_per_key`` suggestions and
+  ``tm_suggestion_bytes_per_key`` bytes of them waiting from one key. One owner's imports are
+  serialised, so two at once cannot both slip under its caps; different keys import side by side.
 - **Suggestions** are stored as the operator's (owner None, since once accepted they serve every
   caller) with ``suggestion`` set and origin ``suggest:<key id>`` (``suggest:anonymous`` without a
   key); they take part in no lookup until the operator accepts them.
@@ -22,7 +24,7 @@ Every method is blocking (SQLite, file parsing): the API calls them in a worker 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from mtserve.service.tm import (
@@ -34,15 +36,28 @@ from mtserve.service.tm import (
     TMError,
     TMMatch,
     TranslationMemory,
+    Usage,
     language_code,
+    pair_bytes,
 )
-from mtserve.service.tm_files import format_of, read_tm
+from mtserve.service.tm_files import PastCap, ReadCaps, TMFile, format_of, read_tm
 from mtserve.settings import Settings
 
 SUGGEST_ORIGIN = "suggest:"
 MAX_ORIGIN_CHARS = 200
 MAX_PAGE = 1000  # entries per listing page
 MAX_SEARCH = 100  # matches per search
+
+
+# reads a file's pairs: (file name, data, format, source, target, caps, cancel) -> TMFile
+TMReader = Callable[[str, bytes, str, "str | None", "str | None", ReadCaps, "threading.Event | None"], TMFile]
+
+
+def read_here(filename: str, data: bytes, fmt: str, source: str | None, target: str | None, caps: ReadCaps,
+              cancel: threading.Event | None = None) -> TMFile:
+    """A file's pairs read in this process; the server reads them in the document sandbox instead
+    (``mtserve.documents.sandbox.read_tm_file``, which the API passes)."""
+    return read_tm(data, fmt, source, target, caps)
 
 
 class TMForbidden(TMError):
@@ -119,6 +134,10 @@ def _language(code: object, role: str, languages: Collection[str] | None) -> str
     return found
 
 
+def _who(owner: str | None) -> str:
+    return f"API key {owner}" if owner else "the operator (API keys are off)"
+
+
 def _text(value: object, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise TMError(f"{name} is missing; send the text")
@@ -134,33 +153,63 @@ class MemoryAccess:
     def __init__(self, memory: TranslationMemory, settings: Settings):
         self.memory = memory
         self.settings = settings
-        self._writing = threading.Lock()  # a cap check and the write it allows happen together
+        # a cap check and the write it allows happen together: per owner for imports, and for suggestions
+        self._importing: dict[str | None, threading.Lock] = {}
+        self._locks = threading.Lock()
+        self._suggesting = threading.Lock()
+
+    def _import_lock(self, owner: str | None) -> threading.Lock:
+        with self._locks:
+            return self._importing.setdefault(owner, threading.Lock())
 
     # --- importing -----------------------------------------------------------------------
     def import_file(self, scope: TMScope, data: bytes, filename: str, fmt: str | None = None,
                     source: str | None = None, target: str | None = None, origin: str | None = None,
-                    languages: Collection[str] | None = None) -> ImportResult:
-        """Parse a .tmx/.po/.xliff/.tsv file and store its pairs as ``scope``'s entries, within the cap."""
+                    languages: Collection[str] | None = None, read: TMReader = read_here,
+                    cancel: threading.Event | None = None) -> ImportResult:
+        """Parse a .tmx/.po/.xliff/.tsv file with ``read`` and store its pairs as ``scope``'s entries, within
+        the caps: the reader stops at the first pair past what the owner may still hold. ``cancel`` set:
+        the parse or the write stops (TMCancelled), keeping the batches already stored."""
         owner = scope.owner_of_new()
         origin = (origin or "").strip() or filename.strip() or "upload"
         if len(origin) > MAX_ORIGIN_CHARS or not origin.isprintable():
             raise TMError(f"origin must be printable text of at most {MAX_ORIGIN_CHARS} characters")
-        found = read_tm(data, format_of(filename or "upload", fmt or None), source or None, target or None)
+        fmt = format_of(filename or "upload", fmt or None)
+        held = self.memory.usage(owner)
+        entry_cap, byte_cap = self.settings.tm_entries_per_key, self.settings.tm_bytes_per_key
+        caps = ReadCaps(pairs=max(0, entry_cap - held.entries) if entry_cap else None,
+                        bytes=max(0, byte_cap - held.bytes) if byte_cap else None)
+        try:
+            found = read(filename or "upload", data, fmt, source or None, target or None, caps, cancel)
+        except PastCap as past:  # the reader stopped at the first pair past what the owner may still hold
+            more = f"more than the {past.limit:,} left under"
+            raise (self._over_entries if past.pairs else self._over_bytes)(owner, held, more) from None
         _language(found.source_lang, "the source language", languages)
         _language(found.target_lang, "the target language", languages)
-        cap = self.settings.tm_entries_per_key
-        with self._writing:
-            held = self.memory.count(owner)
-            if cap and held + len(found.pairs) > cap:
-                who = f"API key {owner}" if owner else "the operator (API keys are off)"
-                raise TMQuota(f"{who} holds {held:,} translation-memory entries and this file has "
-                              f"{len(found.pairs):,} more, past the limit of {cap:,} (MTSERVE_TM_ENTRIES_PER_KEY); "
-                              "delete some (DELETE /tm/entries?origin=...) or import a smaller file")
+        with self._import_lock(owner):  # again, with the write: another import of the owner's may have landed
+            held = self.memory.usage(owner)
+            if entry_cap and held.entries + len(found.pairs) > entry_cap:
+                raise self._over_entries(owner, held, f"{len(found.pairs):,} more, past")
+            if byte_cap and held.bytes + found.bytes > byte_cap:
+                raise self._over_bytes(owner, held, f"{found.bytes:,} more, past")
             report = AddReport(skipped=dict(found.skipped))
             self.memory.add(found.pairs, found.source_lang, found.target_lang, origin=origin, owner=owner,
-                            report=report)
-            held = self.memory.count(owner)
-        return ImportResult(found.source_lang, found.target_lang, origin, report, held)
+                            report=report, cancel=cancel)
+            held = self.memory.usage(owner)
+        return ImportResult(found.source_lang, found.target_lang, origin, report, held.entries)
+
+    def _over_entries(self, owner: str | None, held: Usage, more: str) -> TMQuota:
+        """The refusal of an import with ``more`` entries ("2 more, past", "more than the 1 left under")."""
+        cap = self.settings.tm_entries_per_key
+        return TMQuota(f"{_who(owner)} holds {held.entries:,} translation-memory entries and this file has {more} "
+                       f"the limit of {cap:,} (MTSERVE_TM_ENTRIES_PER_KEY); delete some "
+                       "(DELETE /tm/entries?origin=...) or import a smaller file")
+
+    def _over_bytes(self, owner: str | None, held: Usage, more: str) -> TMQuota:
+        cap = self.settings.tm_bytes_per_key
+        return TMQuota(f"{_who(owner)} holds {held.bytes:,} bytes of translation-memory text and this file has "
+                       f"{more} the limit of {cap:,} bytes (MTSERVE_TM_BYTES_PER_KEY); delete some "
+                       "entries (DELETE /tm/entries?origin=...) or import a smaller file")
 
     # --- reading -------------------------------------------------------------------------
     def search(self, scope: TMScope, text: object, source: object, target: object, limit: int = 10,
@@ -182,10 +231,10 @@ class MemoryAccess:
             matches = [TMMatch(exact, 100.0), *matches][:limit]
         return matches
 
-    def stats(self, scope: TMScope) -> tuple[list[PairStats], int]:
-        """Per language pair: the caller's entries, suggestions and origins; and how many entries it holds."""
+    def stats(self, scope: TMScope) -> tuple[list[PairStats], Usage]:
+        """Per language pair: the caller's entries, suggestions and origins; and what it holds (entries, bytes)."""
         scope.check_identity()
-        held = self.memory.count(scope.owner)
+        held = self.memory.usage(scope.owner)
         return self.memory.stats(owner=scope.owner, shared=False), held
 
     def entries(self, scope: TMScope, source: str | None = None, target: str | None = None,
@@ -226,13 +275,19 @@ class MemoryAccess:
         if source_lang == target_lang:
             raise TMError(f"source and target are both {source_lang!r}; give two different languages")
         origin = SUGGEST_ORIGIN + (key_id or "anonymous")
-        cap = self.settings.tm_suggestions_per_key
-        with self._writing:
-            waiting = self.memory.count(None, suggestions=True, origin=origin)
-            if cap and waiting >= cap:
-                who = f"API key {key_id}" if key_id else "callers without an API key"
-                raise TMQuota(f"{waiting:,} suggestions from {who} are waiting for the operator, the limit "
+        who = f"API key {key_id}" if key_id else "callers without an API key"
+        size = pair_bytes(q, s)
+        with self._suggesting:
+            waiting = self.memory.usage(None, suggestions=True, origin=origin)
+            cap = self.settings.tm_suggestions_per_key
+            if cap and waiting.entries >= cap:
+                raise TMQuota(f"{waiting.entries:,} suggestions from {who} are waiting for the operator, the limit "
                               "(MTSERVE_TM_SUGGESTIONS_PER_KEY); send more once some are accepted")
+            cap = self.settings.tm_suggestion_bytes_per_key
+            if cap and waiting.bytes + size > cap:
+                raise TMQuota(f"the suggestions from {who} waiting for the operator hold {waiting.bytes:,} bytes "
+                              f"and this one has {size:,} more, past the limit of {cap:,} bytes "
+                              "(MTSERVE_TM_SUGGESTION_BYTES_PER_KEY); send more once some are accepted")
             self.memory.add([(q, s)], source_lang, target_lang, origin=origin, owner=None, suggestion=True)
 
     def accept(self, scope: TMScope, ids: Iterable[int] | None = None) -> int:

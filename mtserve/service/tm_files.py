@@ -1,5 +1,12 @@
 """Translation-memory files: read .tmx, .po, .xliff and .tsv into segment pairs; write .tmx.
 
+Readers stream where the format lets them (TMX and XLIFF through lxml's iterparse, a unit at a
+time, each freed once read; TSV a line at a time; .po entry by entry once polib has parsed it),
+and stop at the first pair past their ``ReadCaps`` (``PastCap``), so a file too large for the
+caller's allowance is refused without being read to its end. The server runs them in the
+document sandbox's worker (``mtserve.documents.sandbox.read_tm_file``), under its memory and CPU
+limits.
+
 - **TMX 1.4b**: every ``<tu>`` with a ``<tuv>`` in the source and one in the
   target language (``xml:lang``, or TMX 1.1's ``lang``; ``zh-CN`` is zh,
   ``zh-TW`` and ``zh-Hant`` are zt). The source defaults to the header's
@@ -28,14 +35,18 @@
 
 from __future__ import annotations
 
+import functools
+import gc
+import io
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from mtserve.service.tm import TMEntry, TMError, language_code
+from mtserve.service.tm import TMEntry, TMError, language_code, pair_bytes
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 INLINE_CODES = {"ph", "bpt", "ept", "it", "ut"}
@@ -43,17 +54,50 @@ FORMAT_BY_SUFFIX = {".tmx": "tmx", ".po": "po", ".tsv": "tsv", ".txt": "tsv", ".
 TMX_LANGUAGE = {"zt": "zh-TW"}  # mtserve's zt is no BCP 47 tag
 
 
+@dataclass(frozen=True)
+class ReadCaps:
+    """How much a reader may return: it stops at the first pair past either (None: no cap)."""
+
+    pairs: int | None = None
+    bytes: int | None = None  # of the pairs' text, UTF-8 (tm.pair_bytes)
+
+
+NO_CAPS = ReadCaps()
+
+
+class PastCap(TMError):
+    """A file holds more pairs (or bytes of them) than its ReadCaps: the reader stopped there."""
+
+    def __init__(self, pairs: bool, limit: int):
+        super().__init__(pairs, limit)  # as the arguments, so that it pickles (it comes back from a worker)
+        self.pairs, self.limit = pairs, limit
+
+    def __str__(self) -> str:
+        return f"the file holds more than {self.limit:,} {'pairs' if self.pairs else 'bytes of text'}"
+
+
 @dataclass
 class TMFile:
-    """Pairs read from a file, their language pair, and what was skipped (reason -> count)."""
+    """Pairs read from a file, their language pair, what was skipped (reason -> count), their bytes."""
 
     source_lang: str
     target_lang: str
     pairs: list[tuple[str, str]] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    caps: ReadCaps = NO_CAPS
+    bytes: int = 0
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def add(self, source: str, target: str) -> None:
+        """One more pair; PastCap if it takes the file past its caps."""
+        self.pairs.append((source, target))
+        self.bytes += pair_bytes(source, target)
+        if self.caps.pairs is not None and len(self.pairs) > self.caps.pairs:
+            raise PastCap(True, self.caps.pairs)
+        if self.caps.bytes is not None and self.bytes > self.caps.bytes:
+            raise PastCap(False, self.caps.bytes)
 
 
 def format_of(name: str, fmt: str | None = None) -> str:
@@ -71,8 +115,12 @@ def format_of(name: str, fmt: str | None = None) -> str:
 PAIR_HINT = "--source zh --target en on the command line, the source and target fields of POST /tm/import"
 
 
-def read_tm(data: bytes, fmt: str, source_lang: str | None = None, target_lang: str | None = None) -> TMFile:
-    """Pairs from the bytes of a .tmx, .po or .tsv file; the languages given override the file's own."""
+def read_tm(data: bytes, fmt: str, source_lang: str | None = None, target_lang: str | None = None,
+            caps: ReadCaps = NO_CAPS) -> TMFile:
+    """Pairs from the bytes of a .tmx, .po, .xliff or .tsv file; the languages given override the file's own.
+
+    PastCap at the first pair past ``caps``.
+    """
     reader = READERS.get(fmt)
     if reader is None:
         raise TMError(f"{fmt} files cannot be imported into the translation memory yet; "
@@ -81,34 +129,48 @@ def read_tm(data: bytes, fmt: str, source_lang: str | None = None, target_lang: 
     target = language_code(target_lang, "target language") if target_lang else None
     if source and source == target:
         raise TMError(f"the source and target languages are both {source!r}; give two different languages")
-    found = reader(data, source, target)
+    found = reader(data, source, target, caps)
     if found.source_lang == found.target_lang:  # a .po whose Language is its msgids' own (English)
         raise TMError(f"the file pairs {found.source_lang!r} with itself; give the source and target languages "
                       f"({PAIR_HINT})")
     return found
 
 
+def _not_utf8(what: str) -> TMError:
+    return TMError(f"the {what} file is not UTF-8 text; save it as UTF-8")
+
+
 def _text(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise TMError(f"the {what} file is not UTF-8 text; save it as UTF-8") from None
+        raise _not_utf8(what) from None
+
+
+def _lines(data: bytes, what: str) -> Iterator[str]:
+    """The lines of UTF-8 ``data``, as str.splitlines() cuts them, decoded one at a time."""
+    for number, raw in enumerate(io.BytesIO(data)):
+        try:
+            text = raw.decode("utf-8-sig" if number == 0 else "utf-8")
+        except UnicodeDecodeError:
+            raise _not_utf8(what) from None
+        yield from text.splitlines()
 
 
 # --- TSV -------------------------------------------------------------------------------------
-def read_tsv(data: bytes, source: str | None, target: str | None) -> TMFile:
+def read_tsv(data: bytes, source: str | None, target: str | None, caps: ReadCaps = NO_CAPS) -> TMFile:
     if not source or not target:
         raise TMError("a .tsv file does not say its languages: give the source and target languages "
                       f"({PAIR_HINT})")
-    found = TMFile(source, target)
-    for line in _text(data, ".tsv").splitlines():
+    found = TMFile(source, target, caps=caps)
+    for line in _lines(data, ".tsv"):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         columns = line.split("\t")
         if len(columns) != 2:
             found.skip("not a source<TAB>target line")
             continue
-        found.pairs.append((columns[0], columns[1]))
+        found.add(columns[0], columns[1])
     return found
 
 
@@ -118,17 +180,30 @@ def _parse_po(text: str):
     ``text`` names, if it names one."""
     import polib
 
-    with tempfile.TemporaryDirectory(prefix="mtserve-tm-") as folder:
-        path = os.path.join(folder, "upload.po")
+    folder = tempfile.mkdtemp(prefix="mtserve-tm-")
+    path = os.path.join(folder, "upload.po")
+    out_of_memory = False
+    try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
         try:
             return polib.pofile(path, encoding="utf-8")
         except (OSError, ValueError) as exc:
-            raise TMError(f"the .po file cannot be parsed: {exc}") from None
+            # polib words any failure inside a line as a syntax error, running out of memory too
+            if not isinstance(exc.__context__, MemoryError):
+                detail = str(exc).replace(f" {path}", "").replace(path, "the file")  # polib names our file
+                raise TMError(f"the .po file cannot be parsed: {detail}") from None
+            out_of_memory = True
+        except MemoryError:  # raised again once the half-built catalog is freed, so that the folder can go
+            out_of_memory = True
+    finally:
+        if out_of_memory:
+            gc.collect()
+        shutil.rmtree(folder, ignore_errors=True)
+    raise MemoryError("parsing the .po file")
 
 
-def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:
+def read_po(data: bytes, source: str | None, target: str | None, caps: ReadCaps = NO_CAPS) -> TMFile:
     catalog = _parse_po(_text(data, ".po"))
     declared = catalog.metadata.get("Language", "").strip()
     msgstr_lang = language_code(declared, "the catalog's Language") if declared else None
@@ -143,7 +218,7 @@ def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:
     else:
         raise TMError(f"give both the source and target languages ({PAIR_HINT}) for this .po file"
                       + ("" if msgstr_lang else "; its header has no Language"))
-    found = TMFile(source, target)
+    found = TMFile(source, target, caps=caps)
     for entry in catalog:
         if entry.obsolete:
             found.skip("obsolete")
@@ -162,7 +237,7 @@ def read_po(data: bytes, source: str | None, target: str | None) -> TMFile:
             if not msgstr.strip():
                 found.skip("untranslated")
                 continue
-            found.pairs.append((msgstr, msgid) if reverse else (msgid, msgstr))
+            found.add(*((msgstr, msgid) if reverse else (msgid, msgstr)))
     return found
 
 
@@ -171,6 +246,7 @@ def _local(tag: object) -> str:
     return tag.rpartition("}")[2] if isinstance(tag, str) else ""
 
 
+@functools.lru_cache(maxsize=256)  # a file names its few languages once per unit
 def _declared(tag: str | None) -> str | None:
     """A language a file declares, as mtserve's code; None when absent or unknown."""
     try:
@@ -183,34 +259,57 @@ def _tuv_language(tuv) -> str | None:
     return _declared(tuv.get(XML_LANG) or tuv.get("lang"))
 
 
-def _parse_xml(data: bytes, what: str, kind: str, root_name: str):
-    """The root of an XML translation-memory file, parsed with no entities, DTDs or network."""
+def _xml_events(data: bytes, what: str, kind: str, root_name: str) -> Iterator[tuple[str, object]]:
+    """("start" or "end", element) as an XML translation-memory file is read: no entities, DTDs or
+    network, the root checked first. The caller frees each unit it has read (``_free``), so a file
+    of any length holds about one unit in memory."""
     from lxml import etree
 
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+    events = etree.iterparse(io.BytesIO(data), events=("start", "end"), resolve_entities=False,
+                             no_network=True, load_dtd=False, huge_tree=False)
+    first = True
     try:
-        root = etree.fromstring(data, parser)
+        for event, element in events:
+            if first:
+                first = False
+                if _local(element.tag) != root_name:
+                    raise TMError(f"not {kind} file: its root element is <{_local(element.tag)}>, not <{root_name}>")
+            yield event, element
     except etree.XMLSyntaxError as exc:
+        if "memory allocation failed" in str(exc).lower():  # libxml2 under the worker's memory limit
+            raise MemoryError(str(exc)) from None
         raise TMError(f"the {what} file is not well-formed XML: {exc}") from None
-    if _local(root.tag) != root_name:
-        raise TMError(f"not {kind} file: its root element is <{_local(root.tag)}>, not <{root_name}>")
-    return root
 
 
-def read_tmx(data: bytes, source: str | None, target: str | None) -> TMFile:
-    root = _parse_xml(data, ".tmx", "a TMX", "tmx")
-    units = [el for el in root.iter() if _local(el.tag) == "tu"]
+def _free(element) -> None:
+    """Drop a unit that has been read, and the siblings before it, from the tree being built."""
+    element.clear(keep_tail=True)
+    parent = element.getparent()
+    while parent is not None and element.getprevious() is not None:
+        del parent[0]
+
+
+def _tmx_pair(data: bytes, source: str | None, target: str | None) -> tuple[str, str]:
+    """The pair to import from a TMX file that does not get both from the caller: its header's srclang (or
+    the units' one srclang) and the only other language its units hold. Reads the file once, streamed."""
     languages: dict[str, None] = {}
-    for unit in units:
-        for tuv in unit:
-            if _local(tuv.tag) == "tuv" and (code := _tuv_language(tuv)):
-                languages.setdefault(code)
-    header = next((el for el in root if _local(el.tag) == "header"), None)
-    declared = header.get("srclang", "") if header is not None else ""
+    declared = ""
+    unit_sources: set[str | None] = set()  # up to two: only "exactly one" matters
+    for event, element in _xml_events(data, ".tmx", "a TMX", "tmx"):
+        name = _local(element.tag)
+        if event == "start" and name == "header" and (parent := element.getparent()) is not None \
+                and parent.getparent() is None:
+            declared = element.get("srclang", "")
+        elif event == "end" and name == "tu":
+            if len(unit_sources) < 2:
+                unit_sources.add(element.get("srclang"))
+            for tuv in element:
+                if _local(tuv.tag) == "tuv" and (code := _tuv_language(tuv)):
+                    languages.setdefault(code)
+            _free(element)
     if not source and declared and declared.lower() != "*all*":
         source = language_code(declared, "the header's srclang")
     if not source:  # a header of "*all*" (mtserve's own export): the srclang every unit gives, if one
-        unit_sources = {unit.get("srclang") for unit in units}
         if len(unit_sources) == 1 and (only := unit_sources.pop()) and only.lower() != "*all*":
             source = language_code(only, "the units' srclang")
     others = [code for code in languages if code != source]
@@ -219,26 +318,39 @@ def read_tmx(data: bytes, source: str | None, target: str | None) -> TMFile:
     if not source or not target:
         raise TMError(f"the .tmx file holds {', '.join(languages) or 'no languages'}: say which pair to import "
                       f"({PAIR_HINT})")
-    found = TMFile(source, target)
-    for unit in units:
-        segs: dict[str, str | None] = {}
-        for tuv in unit:
-            code = _tuv_language(tuv) if _local(tuv.tag) == "tuv" else None
-            if code not in (source, target) or code in segs:
-                continue
-            seg = next((el for el in tuv if _local(el.tag) == "seg"), None)
-            if seg is None:
-                continue
-            if any(_local(el.tag) in INLINE_CODES for el in seg.iter()):
-                segs[code] = None
-            else:
-                segs[code] = "".join(seg.itertext())
-        if source not in segs or target not in segs:
-            found.skip(f"not in both {source} and {target}")
-        elif segs[source] is None or segs[target] is None:
-            found.skip("inline codes (ph, bpt, ept, it, ut)")
+    return source, target
+
+
+def _tmx_unit(unit, found: TMFile) -> None:
+    source, target = found.source_lang, found.target_lang
+    segs: dict[str, str | None] = {}
+    for tuv in unit:
+        code = _tuv_language(tuv) if _local(tuv.tag) == "tuv" else None
+        if code not in (source, target) or code in segs:
+            continue
+        seg = next((el for el in tuv if _local(el.tag) == "seg"), None)
+        if seg is None:
+            continue
+        if any(_local(el.tag) in INLINE_CODES for el in seg.iter()):
+            segs[code] = None
         else:
-            found.pairs.append((segs[source], segs[target]))
+            segs[code] = "".join(seg.itertext())
+    if source not in segs or target not in segs:
+        found.skip(f"not in both {source} and {target}")
+    elif segs[source] is None or segs[target] is None:
+        found.skip("inline codes (ph, bpt, ept, it, ut)")
+    else:
+        found.add(segs[source], segs[target])
+
+
+def read_tmx(data: bytes, source: str | None, target: str | None, caps: ReadCaps = NO_CAPS) -> TMFile:
+    if not source or not target:
+        source, target = _tmx_pair(data, source, target)
+    found = TMFile(source, target, caps=caps)
+    for event, element in _xml_events(data, ".tmx", "a TMX", "tmx"):
+        if event == "end" and _local(element.tag) == "tu":
+            _tmx_unit(element, found)
+            _free(element)
     return found
 
 
@@ -288,63 +400,90 @@ def _xliff_text(element) -> str | None:
     return "".join(element.itertext())
 
 
-def _xliff_units(root, namespace: str) -> list[tuple[str | None, str | None, list[tuple]]]:
-    """(declared source language, target language, [(source, target, state)...]) per file of the pair."""
-    if namespace == XLIFF12:  # languages per <file>; units are trans-units, the state on the target
-        groups = []
-        for file in root.iter(f"{{{XLIFF12}}}file"):
-            units = []
-            for unit in file.iter(f"{{{XLIFF12}}}trans-unit"):
-                target = unit.find(f"{{{XLIFF12}}}target")
-                units.append((unit.find(f"{{{XLIFF12}}}source"), target,
-                              target.get("state") if target is not None else None))
-            groups.append((file.get("source-language"), file.get("target-language"), units))
-        return groups
-    # 2.x: languages on the root; units are segments, the state on the segment
-    return [(root.get("srcLang"), root.get("trgLang"),
-             [(seg.find(f"{{{namespace}}}source"), seg.find(f"{{{namespace}}}target"), seg.get("state"))
-              for seg in root.iter(f"{{{namespace}}}segment")])]
-
-
-def read_xliff(data: bytes, source: str | None, target: str | None) -> TMFile:
+def _xliff_namespace(root) -> str:
     from lxml import etree
 
-    root = _parse_xml(data, "XLIFF", "an XLIFF", "xliff")
     namespace = etree.QName(root).namespace or ""
     if namespace != XLIFF12 and not namespace.startswith(XLIFF2):
         raise TMError(f"XLIFF version {root.get('version') or 'unknown'} (namespace {namespace or 'none'}) "
                       "is not read; export XLIFF 1.2 or 2.x")
-    files = [(_declared(s), _declared(t), units) for s, t, units in _xliff_units(root, namespace)]
-    source = source or next((s for s, _, _ in files if s), None)
-    for file_source, file_target, _ in files:
+    return namespace
+
+
+def _xliff_files(data: bytes) -> Iterator[tuple[str, object]]:
+    """The XLIFF file's events, with its version checked, and with each 1.2 ``file`` (whose attributes say its
+    languages) and the 2.x root (which says them for the whole file) reported as ("file", element) on
+    its start. Units are freed after their end has been handled."""
+    namespace = None
+    for event, element in _xml_events(data, "XLIFF", "an XLIFF", "xliff"):
+        if namespace is None:
+            namespace = _xliff_namespace(element)
+            if namespace != XLIFF12:
+                yield "file", element
+            continue
+        if event == "start" and element.tag == f"{{{XLIFF12}}}file":
+            yield "file", element
+        elif event == "end" and element.tag in (f"{{{XLIFF12}}}trans-unit", f"{{{namespace}}}segment"):
+            yield "unit", element
+            if element.tag == f"{{{XLIFF12}}}trans-unit":
+                _free(element)
+        elif event == "end" and element.tag == f"{{{namespace}}}unit":
+            _free(element)
+
+
+def _xliff_pair(data: bytes, source: str | None, target: str | None) -> tuple[str, str]:
+    """The pair to import from an XLIFF file that does not get both from the caller: the first source
+    language a file declares, and the other language of the first file in it. Reads the file once."""
+    declared = [(_declared(file.get("source-language") or file.get("srcLang")),
+                 _declared(file.get("target-language") or file.get("trgLang")))
+                for kind, file in _xliff_files(data) if kind == "file"]
+    source = source or next((s for s, _ in declared if s), None)
+    for file_source, file_target in declared:
         if target:
             break
         target = file_target if file_source == source else file_source if file_target == source else None
     if not source or not target:
         raise TMError("the XLIFF file does not say its languages: give the source and target languages "
                       f"({PAIR_HINT})")
-    found = TMFile(source, target)
-    for file_source, file_target, units in files:
-        pair = (file_source or source, file_target or target)
-        if pair not in ((source, target), (target, source)):
-            found.skip(f"in {pair[0]}->{pair[1]}, not {source}->{target}")
-            continue
-        for src, tgt, state in units:
-            if src is None or tgt is None:
-                found.skip("no target")
-                continue
-            if state in XLIFF_PLACEHOLDER_STATES:
-                found.skip(f"state {state}: not yet translated")
-                continue
-            texts = (_xliff_text(src), _xliff_text(tgt))
-            if texts[0] is None or texts[1] is None:
-                found.skip("inline codes")
-            elif pair == (source, target):
-                found.pairs.append(texts)  # empty ones are counted by TranslationMemory.add
-            else:
-                found.pairs.append((texts[1], texts[0]))
+    return source, target
+
+
+def _xliff_unit(unit, found: TMFile, reverse: bool) -> None:
+    """One 1.2 trans-unit (the state on its target) or 2.x segment (the state on itself)."""
+    namespace = unit.tag.partition("}")[0][1:]
+    src, tgt = unit.find(f"{{{namespace}}}source"), unit.find(f"{{{namespace}}}target")
+    if src is None or tgt is None:
+        found.skip("no target")
+        return
+    state = tgt.get("state") if namespace == XLIFF12 else unit.get("state")
+    if state in XLIFF_PLACEHOLDER_STATES:
+        found.skip(f"state {state}: not yet translated")
+        return
+    texts = (_xliff_text(src), _xliff_text(tgt))
+    if texts[0] is None or texts[1] is None:
+        found.skip("inline codes")
+    elif reverse:
+        found.add(texts[1], texts[0])
+    else:
+        found.add(*texts)  # empty ones are counted by TranslationMemory.add
+
+
+def read_xliff(data: bytes, source: str | None, target: str | None, caps: ReadCaps = NO_CAPS) -> TMFile:
+    if not source or not target:
+        source, target = _xliff_pair(data, source, target)
+    found = TMFile(source, target, caps=caps)
+    wanted: bool | None = None  # the current file's pair: ours (False), reversed (True), or another (None)
+    for kind, element in _xliff_files(data):
+        if kind == "file":
+            pair = (_declared(element.get("source-language") or element.get("srcLang")) or source,
+                    _declared(element.get("target-language") or element.get("trgLang")) or target)
+            wanted = {(source, target): False, (target, source): True}.get(pair)
+            if wanted is None:
+                found.skip(f"in {pair[0]}->{pair[1]}, not {source}->{target}")
+        elif wanted is not None:
+            _xliff_unit(element, found, reverse=wanted)
     return found
 
 
-Reader = Callable[[bytes, "str | None", "str | None"], TMFile]
+Reader = Callable[[bytes, "str | None", "str | None", ReadCaps], TMFile]
 READERS: dict[str, Reader | None] = {"tmx": read_tmx, "po": read_po, "tsv": read_tsv, "xliff": read_xliff}

@@ -6,6 +6,8 @@ The same flows against the real model are in tests/integration/test_tm_live.py.
 
 from __future__ import annotations
 
+import threading
+
 import httpx
 import pytest
 
@@ -48,7 +50,7 @@ def keyed(tmp_path_factory):
     one, first = store.add(name="one")
     two, second = store.add(name="two")
     with serve(FakeEngine(), home=home, api_keys=True, suggestions=True, tm_entries_per_key=4,
-               tm_suggestions_per_key=2, max_body_bytes=10_000) as url:
+               tm_bytes_per_key=10_000, tm_suggestions_per_key=2, max_body_bytes=10_000) as url:
         yield url, home, (one, first.id), (two, second.id)
 
 
@@ -80,6 +82,40 @@ def test_the_operator_imports_searches_lists_and_deletes_and_translate_serves_at
         assert "translationMemory" not in translate(url, "保存")
 
 
+def test_translations_answer_while_another_keys_import_holds_its_write_transaction(tmp_path, monkeypatch):
+    """Finding: one key's TM import froze every translation on the server. Here the import is held inside
+    its write transaction until the translations have answered."""
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    a, _ = store.add(name="a")
+    b, _ = store.add(name="b")
+    TranslationMemory(tmp_path / "tm.sqlite3").add([("退出", "Quit")], "zh", "en", origin="cli")
+    inside, released = threading.Event(), threading.Event()
+
+    def pause(memory: TranslationMemory) -> None:
+        inside.set()
+        released.wait(timeout=120)
+
+    monkeypatch.setattr(TranslationMemory, "_in_write_batch", pause)
+    long_lines = "".join(f"第{i}行" + "长句" * 2000 + f"\tline {i}\n" for i in range(20)).encode()
+    imported: dict[str, httpx.Response] = {}
+    with serve(FakeEngine(), home=tmp_path, api_keys=True) as url:
+        importer = threading.Thread(target=lambda: imported.setdefault(
+            "r", import_tsv(url, long_lines, name="long.tsv", headers=bearer(b))))
+        importer.start()
+        try:
+            assert inside.wait(timeout=30), "the import never reached its write transaction"
+            other_pair = httpx.post(f"{url}/translate", json={"q": "こんにちは", "source": "ja", "target": "de"},
+                                    headers=bearer(a), timeout=30)
+            served = translate(url, "退出", bearer(a))
+            assert not released.is_set()  # both answered while the import held its transaction
+        finally:
+            released.set()
+            importer.join(timeout=60)
+    assert other_pair.status_code == 200 and other_pair.json()["translatedText"] == "<de>こんにちは"
+    assert served["translatedText"] == "Quit" and served["translationMemory"] == {"segments": 1}
+    assert imported["r"].status_code == 201 and imported["r"].json()["added"] == 20
+
+
 def test_an_upload_over_the_file_limit_is_413_naming_the_setting(tmp_path):
     big = "打开\tOpen\n".encode() * 20_000  # 260 kB
     with serve(FakeEngine(), home=tmp_path, files_max_mb=0.1) as url:
@@ -90,6 +126,23 @@ def test_an_upload_over_the_file_limit_is_413_naming_the_setting(tmp_path):
     assert "MTSERVE_FILES_MAX_MB" in error(declared, 413)
     assert "MTSERVE_FILES_MAX_MB" in error(streamed, 413)
     assert small.status_code == 201
+
+
+def test_a_tm_file_is_parsed_in_the_sandbox_under_its_memory_limit_and_the_server_goes_on(tmp_path):
+    """Finding: TM files were parsed in the server process, outside the document sandbox: six imports of
+    an 18.8 MB TMX at once took it from 346 MiB to 2.26 GiB."""
+    catalog = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n\n' + "".join(
+        f'msgid "Open file number {i}"\nmsgstr "打开第{i}个文件"\n\n' for i in range(60_000))  # polib: ~1 kB each
+    with serve(FakeEngine(), home=tmp_path, files_parse_memory_mb=30) as url:
+        heavy = httpx.post(f"{url}/tm/import", files={"file": ("big.po", catalog.encode())}, timeout=120)
+        light = import_tsv(url)
+        broken = httpx.post(f"{url}/tm/import", files={"file": ("bad.po", b'msgid "a"\nmsgstr')}, timeout=60,
+                            data={"source": "en", "target": "zh"})
+    message = error(heavy, 413)
+    assert "reading the .po file" in message and "MTSERVE_FILES_PARSE_MEMORY_MB" in message
+    assert light.status_code == 201, light.text
+    message = error(broken, 400)  # a parse error from the worker: its line, and no server path
+    assert message == "the .po file cannot be parsed: Syntax error in po file (line 2)", message
 
 
 def test_a_key_sees_and_deletes_only_its_own_and_uses_the_operators_at_translate_time(keyed, tmp_path):
@@ -144,7 +197,7 @@ def test_the_entries_cap_refuses_a_whole_import_and_names_its_setting(keyed):
     message = error(over, 403)
     assert "MTSERVE_TM_ENTRIES_PER_KEY" in message and f"API key {two_id} holds 3" in message
     assert httpx.get(f"{url}/tm", headers=bearer(two)).json() == {
-        "entries": 3, "entriesLimit": 4,
+        "entries": 3, "entriesLimit": 4, "bytes": 31, "bytesLimit": 10_000,
         "pairs": [{"source": "zh", "target": "en", "entries": 3, "suggestions": 0, "origins": 1}]}
     assert httpx.delete(f"{url}/tm/entries", params={"origin": "three.tsv"}, headers=bearer(two)).json() == {
         "deleted": 3}
@@ -166,6 +219,38 @@ def test_suggestions_wait_for_the_operator_and_are_capped_per_key(keyed):
     waiting = list(TranslationMemory(home / "tm.sqlite3").entries(owner=ALL_OWNERS, suggestions=True))
     assert {(e.source, e.origin, e.owner) for e in waiting} == {("你好", f"suggest:{one_id}", None),
                                                                 ("再见", f"suggest:{one_id}", None)}
+
+
+def test_the_bytes_cap_refuses_an_import_whose_text_would_pass_it_and_names_its_setting(tmp_path):
+    """Finding: caps counted entries, not bytes, so a key could store entries of 5,000 characters each."""
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    one, first = store.add(name="one")
+    two, _ = store.add(name="two")
+    with serve(FakeEngine(), home=tmp_path, api_keys=True, tm_bytes_per_key=50) as url:
+        assert import_tsv(url, headers=bearer(one)).status_code == 201  # 31 bytes of UTF-8
+        over = import_tsv(url, "删除\tDelete\n重命名\tRename\n".encode(), name="more.tsv", headers=bearer(one))
+        held = httpx.get(f"{url}/tm", headers=bearer(one)).json()
+        other_key = import_tsv(url, "删除\tDelete\n重命名\tRename\n".encode(), name="more.tsv", headers=bearer(two))
+    message = error(over, 403)
+    assert "MTSERVE_TM_BYTES_PER_KEY" in message and f"API key {first.id} holds 31 bytes" in message
+    assert "more than the 19 left under the limit of 50 bytes" in message  # 删除Delete 12 + 重命名Rename 15
+    assert (held["entries"], held["bytes"], held["bytesLimit"]) == (3, 31, 50)
+    assert other_key.status_code == 201  # the cap is per key
+
+
+def test_suggestions_are_capped_in_bytes_per_key_and_callers_without_one_share_theirs(tmp_path):
+    """Finding: 100 anonymous /suggest calls of 5,000 characters grew the store by 46 MB."""
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    one, first = store.add(name="one")
+    long = {"q": "长" * 30, "s": "long " * 4, "source": "zh", "target": "en"}  # 90 + 20 bytes
+    with serve(FakeEngine(), home=tmp_path, api_keys=True, suggestions=True, tm_suggestion_bytes_per_key=250) as url:
+        anonymous = [httpx.post(f"{url}/suggest", json={**long, "s": f"{long['s']}{i}"}) for i in range(3)]
+        keyed = httpx.post(f"{url}/suggest", json=long, headers=bearer(one))
+    assert [r.status_code for r in anonymous[:2]] == [200, 200]
+    message = error(anonymous[2], 403)
+    assert "MTSERVE_TM_SUGGESTION_BYTES_PER_KEY" in message and "callers without an API key" in message
+    assert "hold 222 bytes and this one has 111 more" in message
+    assert keyed.status_code == 200  # a key has an allowance of its own
 
 
 @pytest.mark.parametrize("fields, missing", [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import threading
 import time
 
 import httpx
@@ -15,7 +16,8 @@ import pytest
 from mtserve.documents import DocumentError, LimitExceeded, read_document
 from mtserve.documents import sandbox as sandbox_module
 from mtserve.documents.limits import Limits
-from mtserve.documents.sandbox import SandboxedDocument, parse_document
+from mtserve.documents.sandbox import SandboxedDocument, parse_document, read_tm_file
+from mtserve.service.tm import TMCancelled
 from mtserve.settings import Settings
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine
@@ -134,3 +136,33 @@ def test_over_http_a_worker_limit_is_a_json_413(tmp_path):
     assert r.status_code == 413, r.text
     assert "MTSERVE_FILES_PARSE_MEMORY_MB" in r.json()["error"]
     assert ok.status_code == 200
+
+
+def test_a_tm_read_is_stopped_when_its_request_ends_and_its_worker_is_replaced():
+    """An import cut by the shutdown grace must not keep the process waiting for its parse."""
+    settings = Settings()
+    worker = psutil.Process(sandbox_module.shared(1).call(_ping())[1])
+    catalog = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n\n' + "".join(
+        f'msgid "Open file number {i}"\nmsgstr "打开第{i}个文件"\n\n' for i in range(300_000))  # polib: ~20 s
+    cancel, outcome = threading.Event(), {}
+
+    def read() -> None:
+        try:
+            outcome["pairs"] = read_tm_file(settings, "big.po", catalog.encode(), "po", None, None, cancel=cancel)
+        except TMCancelled as exc:
+            outcome["cancelled"] = str(exc)
+
+    started = worker.cpu_times().user
+    reader = threading.Thread(target=read)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while worker.cpu_times().user < started + 0.5:  # until the worker is parsing
+        assert time.monotonic() < deadline and reader.is_alive()
+        time.sleep(0.05)
+    cancel.set()
+    reader.join(timeout=30)
+    assert not reader.is_alive() and outcome == {"cancelled": "reading the .po file was stopped: its request ended"}
+    worker.wait(timeout=10)  # killed, not left parsing (psutil.TimeoutExpired otherwise)
+    assert not worker.is_running()
+    tsv = read_tm_file(settings, "a.tsv", "打开\tOpen\n".encode(), "tsv", "zh", "en")
+    assert tsv.pairs == [("打开", "Open")]

@@ -2,19 +2,25 @@
 real small model (issue 18): a .po imported over HTTP serves its exact matches without the engine (the
 response and a metric say so), `tm: false` sends the same text to the model, search and delete work, two
 keys do not see each other's entries, and a suggestion serves translations only once the operator has
-accepted it, through the CLI or over HTTP.
+accepted it, through the CLI or over HTTP. SIGTERM during a long import ends the process within the shutdown
+grace period.
 """
 
 from __future__ import annotations
 
 import os
+import random
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import httpx
 import pytest
 
 from mtserve.service.access import KeyStore
+from mtserve.service.tm import TranslationMemory
 from tests.servers import GENERATED_TOKENS, UI_PO, engine_generates, metric_value, real_server
 
 pytestmark = pytest.mark.model
@@ -182,3 +188,40 @@ def test_suggest_is_refused_as_libretranslate_refuses_it_when_off(keyed):
     r = httpx.post(f"{url}/suggest", json={"q": "你好", "s": "Hi", "source": "zh", "target": "en"}, headers=one)
     assert error(r, 403) == "Suggestions are disabled on this server."
     assert httpx.get(f"{url}/frontend/settings").json()["suggestions"] is False
+
+
+def long_lines_tsv(lines: int, chars: int = 5000) -> bytes:
+    """``lines`` pairs whose sources are ``chars`` CJK characters drawn at random: thousands of index rows each."""
+    pick = random.Random(45)
+    return "".join("".join(chr(0x4E00 + pick.randrange(3000)) for _ in range(chars)) + f"\tline {i}\n"
+                   for i in range(lines)).encode()
+
+
+def test_sigterm_during_a_tm_import_exits_within_the_grace_period(model_path, tmp_path):
+    """Finding: the client got its 503 when the grace ran out, but the process went on until the import was
+    done (59 s, past a 20 s grace): the import thread could not be stopped."""
+    grace_s = 3
+    env = {"MTSERVE_SHUTDOWN_GRACE_S": str(grace_s), "MTSERVE_HOME": str(tmp_path), "MTSERVE_THREADS": "1"}
+    data = long_lines_tsv(400)  # 2,000,000 index rows: minutes of writing here
+    with real_server(model_path, env) as (url, proc):
+        answer: dict[str, httpx.Response] = {}
+        importer = threading.Thread(target=lambda: answer.setdefault("r", httpx.post(
+            f"{url}/tm/import", files={"file": ("long.tsv", data)}, data={"source": "zh", "target": "en"},
+            timeout=300)))
+        importer.start()
+        deadline = time.monotonic() + 120
+        while httpx.get(f"{url}/tm", timeout=10).json()["entries"] == 0:  # until its first batch is stored
+            assert time.monotonic() < deadline and importer.is_alive(), "the import never stored a batch"
+            time.sleep(0.2)
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        limit = grace_s + 10  # the grace, one batch of the import, and the engine's shutdown
+        while proc.poll() is None and time.monotonic() - signalled < limit:
+            time.sleep(0.1)
+        exited_s = time.monotonic() - signalled
+        importer.join(timeout=30)
+    print(f"\nSIGTERM during an import: exited after {exited_s:.1f} s (grace {grace_s} s)")
+    assert proc.returncode == 0, f"still running {limit} s after SIGTERM, or failed: {proc.returncode}"
+    assert answer["r"].status_code == 503 and "shutting down" in answer["r"].json()["error"]
+    stored = TranslationMemory(tmp_path / "tm.sqlite3")
+    assert 0 < len(stored) < 400  # the batches written before the stop are kept, the rest is not

@@ -174,6 +174,26 @@ def test_caps_on_glossaries_per_key_entries_per_glossary_and_a_requests_own_glos
     assert [c.text for c in engine.calls] == ["一。"]  # only the request within its cap was translated
 
 
+def test_a_keys_glossaries_are_capped_in_bytes_together(tmp_path):
+    """Counts alone let 100 glossaries of 10,000 long entries each through; their bytes are capped too."""
+    keys = KeyStore(tmp_path / "keys.sqlite3")
+    alice, alice_key = keys.add()
+    bob, _ = keys.add()
+    with serve(FakeEngine(), home=tmp_path, api_keys=True, glossary_bytes_per_key=40) as url:
+        first = create(url, alice, name="first", entries="猫\tcat\n狗\tdog\n")  # 12 bytes of UTF-8
+        second = create(url, alice, name="second", entries="鸟\tbird\n鱼\tfish\n")  # 14 more: 26
+        third = create(url, alice, name="third", entries="老虎\ttiger\n")  # 11 more: 37
+        past = create(url, alice, name="past", entries="马\thorse\n")  # 8 more: 45, past 40
+        other_key = create(url, bob, name="bob's", entries="马\thorse\n")  # the cap is per key
+        httpx.delete(f"{url}/v2/glossaries/{first.json()['glossary_id']}", headers=deepl(alice), timeout=TIMEOUT)
+        after_delete = create(url, alice, name="past", entries="马\thorse\n")
+    assert [r.status_code for r in (first, second, third)] == [201, 201, 201]
+    assert past.status_code == 403, past.text
+    message = past.json()["message"]
+    assert "MTSERVE_GLOSSARY_BYTES_PER_KEY" in message and f"API key {alice_key.id} hold 37 bytes" in message
+    assert other_key.status_code == 201 and after_delete.status_code == 201
+
+
 @pytest.mark.parametrize("entries, fmt", [
     ("x" * 200_000 + "\tlong\n", "tsv"),  # over csv's 131,072-character field limit
     ('"' + "x" * 200_000 + '",long\n', "csv"),

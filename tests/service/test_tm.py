@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 
 import pytest
 
-from mtserve.service.tm import ALL_OWNERS, TMError, TranslationMemory, language_code
-from mtserve.service.tm_files import format_of, read_tm, write_tmx
+from mtserve.service.tm import ALL_OWNERS, TMCancelled, TMError, TranslationMemory, language_code
+from mtserve.service.tm_files import PastCap, ReadCaps, format_of, read_tm, write_tmx
 from mtserve.text.punctuation import match_key
 
 UI = [("打开文件", "Open file"), ("保存文件", "Save file"), ("打开文件夹", "Open folder"),
@@ -154,15 +156,16 @@ def test_the_fuzzy_index_forgets_removed_entries(tm):
     assert tm.remove(origin="b") == 1
     assert tm.similar("打开这个文件", "zh", "en", k=1)[0].entry.source == "打开文件"
     assert tm.remove(everything=True) == len(UI)
-    db = tm._conn()
-    assert db.execute("SELECT count(*) FROM tm_grams").fetchone() == (0,)
-    assert db.execute("SELECT count(*) FROM tm_gram_df WHERE df != 0").fetchone() == (0,)
+    with tm._reading() as db:
+        assert db.execute("SELECT count(*) FROM tm_grams").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM tm_gram_df WHERE df != 0").fetchone() == (0,)
 
 
 def test_lookups_read_indexes_never_a_whole_table(tm):
     """Every statement of exact() and similar() searches an index; none scans tm or the postings."""
     tm.add(UI, "zh", "en")
-    db = tm._conn()
+    with tm._reading() as db:  # one thread: the lookups below take this connection from the pool again
+        pass
     statements: list[str] = []
     db.set_trace_callback(statements.append)
     tm.exact("打开文件", "zh", "en", owner="k1")
@@ -254,6 +257,54 @@ def test_suggestions_enter_lookups_only_once_accepted(tm):
     assert list(tm.entries(owner=ALL_OWNERS, suggestions=True)) == []
 
 
+def index_rows(tm: TranslationMemory) -> int:
+    with tm._reading() as db:
+        return db.execute("SELECT count(*) FROM tm_grams").fetchone()[0]
+
+
+def test_suggestions_are_indexed_only_once_accepted(tm):
+    """Finding: 100 suggestions of 5,000 characters grew the file by 46 MB, most of it index rows that no
+    lookup reads."""
+    long = [("".join(chr(0x4E00 + (i * 997 + j * 7) % 20000) for j in range(4000)), f"suggestion {i}")
+            for i in range(20)]  # 4,000 different CJK characters each: about as many bigrams
+    tm.add(long, "zh", "en", origin="suggest:anonymous", suggestion=True)
+    assert index_rows(tm) == 0 and tm.similar(long[0][0], "zh", "en", owner=ALL_OWNERS) == []
+    first = next(tm.entries(owner=ALL_OWNERS, suggestions=True))
+    assert tm.remove(ids=[first.id], owner=ALL_OWNERS) == 1  # a rejected suggestion had no index rows to drop
+    assert tm.accept() == 19
+    assert index_rows(tm) >= 19 * 3999
+    assert tm.similar(long[5][0][:-3], "zh", "en", k=1)[0].entry.target == "suggestion 5"
+    assert tm.remove(origin="suggest:anonymous") == 19 and index_rows(tm) == 0
+    with tm._reading() as db:
+        assert db.execute("SELECT count(*) FROM tm_gram_df WHERE df != 0").fetchone() == (0,)
+
+
+OLD_INDEX_TRIGGER = """
+DROP TRIGGER tm_index_insert;
+CREATE TRIGGER tm_index_insert AFTER INSERT ON tm BEGIN
+    INSERT OR IGNORE INTO tm_grams (gram, id)
+        SELECT new.source_lang || '>' || new.target_lang || ' ' || substr(new.key, n, 2), new.id
+        FROM tm_positions WHERE n <= max(1, length(new.key) - 1);
+END;
+PRAGMA user_version = 0;
+"""
+
+
+def test_a_file_whose_suggestions_were_indexed_loses_their_index_rows_when_opened(tmp_path):
+    before = TranslationMemory(tmp_path / "tm.sqlite3")
+    before.add(UI[:1], "zh", "en")
+    with contextlib.closing(sqlite3.connect(tmp_path / "tm.sqlite3")) as db:
+        db.executescript(OLD_INDEX_TRIGGER)  # as the file was before
+    before.add([("关闭文件", "Close file")], "zh", "en", suggestion=True)
+    indexed = index_rows(before)
+    before.close()
+    after = TranslationMemory(tmp_path / "tm.sqlite3")
+    assert index_rows(after) == indexed - 3  # the suggestion's three bigrams are gone, the entry's kept
+    assert after.similar("打开文件", "zh", "en", k=1)[0].score == 100
+    assert after.accept() == 1 and after.similar("关闭文件", "zh", "en", k=1)[0].score == 100
+    after.close()
+
+
 def test_remove_needs_exactly_one_criterion(tm):
     with pytest.raises(TMError, match="exactly one"):
         tm.remove()
@@ -279,6 +330,91 @@ def test_threads_share_one_store(tm):
     for t in threads:
         t.join(timeout=60)
     assert errors == [] and len(tm) == 120
+
+
+class PausedImport:
+    """An import held inside its first write transaction until released: what a large import is
+    doing most of the time (writing the n-gram index of a batch)."""
+
+    def __init__(self, tm: TranslationMemory, monkeypatch, pairs: list[tuple[str, str]]):
+        self.inside, self.released = threading.Event(), threading.Event()
+
+        def pause() -> None:
+            self.inside.set()
+            self.released.wait(timeout=120)
+
+        monkeypatch.setattr(tm, "_in_write_batch", pause)
+        self.thread = threading.Thread(target=tm.add, args=(pairs, "zh", "en"), kwargs={"origin": "big"})
+
+    def __enter__(self) -> PausedImport:
+        self.thread.start()
+        assert self.inside.wait(timeout=30), "the import never reached its write transaction"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.released.set()
+        self.thread.join(timeout=60)
+
+
+def answered_meanwhile(work) -> dict:
+    """What ``work()`` returned on another thread, failing if it did not finish while the caller waits
+    (the bound only stops a test that would otherwise hang)."""
+    result: dict = {}
+    done = threading.Event()
+
+    def run() -> None:
+        result["value"] = work()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(timeout=30), "the lookup waited for the import's write transaction"
+    return result["value"]
+
+
+def test_lookups_answer_while_an_import_holds_its_write_transaction(tm, monkeypatch):
+    tm.add(UI, "zh", "en")
+    with PausedImport(tm, monkeypatch, [("关闭文件", "Close file"), ("删除文件", "Delete file")]) as paused:
+        exact, similar, pairs, held = answered_meanwhile(lambda: (
+            tm.exact("打开文件", "zh", "en"), tm.similar("打开这个文件", "zh", "en", k=1), tm.pairs(0),
+            tm.count(None)))
+        assert not paused.released.is_set()  # answered before the import was let go
+        assert exact.target == "Open file" and similar[0].entry.source == "打开文件"
+        assert pairs == {("zh", "en")} and held == len(UI)  # the import's batch is not committed yet
+        assert answered_meanwhile(lambda: tm.exact("关闭文件", "zh", "en")) is None
+    assert tm.exact("关闭文件", "zh", "en").target == "Close file" and len(tm) == len(UI) + 2
+
+
+def test_long_entries_are_written_in_batches_bounded_by_their_index_rows(tm, monkeypatch):
+    monkeypatch.setattr("mtserve.service.tm.WRITE_BATCH_GRAMS", 12_000)
+    transactions: list[None] = []
+    monkeypatch.setattr(tm, "_in_write_batch", lambda: transactions.append(None))
+    pairs = [(f"{i}" + "长句子" * 1600, f"long {i}") for i in range(5)]  # about 4,800 grams each
+    assert tm.add(pairs, "zh", "en").added == 5
+    assert len(transactions) == 3  # 2 + 2 + 1 entries: at most 12,000 grams a transaction
+
+
+def test_a_cancelled_import_stops_at_a_batch_boundary_keeping_what_it_stored(tm, monkeypatch):
+    monkeypatch.setattr("mtserve.service.tm.ADD_CHUNK", 2)
+    cancel = threading.Event()
+    monkeypatch.setattr(tm, "_in_write_batch", cancel.set)  # asked to stop during its first batch
+    pairs = [(f"第{i}句", f"sentence {i}") for i in range(6)]
+    with pytest.raises(TMCancelled, match="with 2 entries stored"):
+        tm.add(pairs, "zh", "en", cancel=cancel)
+    assert [e.source for e in tm.entries()] == ["第0句", "第1句"]
+
+
+def test_the_pairs_with_entries_follow_this_stores_writes_and_read_the_file_again_after_their_age(tmp_path):
+    server, cli = TranslationMemory(tmp_path / "tm.sqlite3"), TranslationMemory(tmp_path / "tm.sqlite3")
+    assert server.pairs(3600) == frozenset()
+    server.add(UI[:1], "zh", "en", origin="ui")
+    server.add([("你好", "Hi")], "zh", "de", suggestion=True)  # a suggestion is no entry
+    assert server.pairs(3600) == {("zh", "en")}
+    cli.add([("你好", "Hallo")], "zh", "de")  # another process's write: seen once the answer is old
+    assert server.pairs(3600) == {("zh", "en")} and server.pairs(0) == {("zh", "en"), ("zh", "de")}
+    server.remove(origin="ui")
+    assert server.pairs(3600) == {("zh", "de")}
+    server.close()
+    cli.close()
 
 
 # --- files -------------------------------------------------------------------------------
@@ -350,6 +486,31 @@ def test_a_po_upload_whose_text_names_a_file_is_parsed_not_opened(tmp_path, monk
     assert read_tm(b"", "po", "en", "zh").pairs == []
 
 
+@pytest.mark.parametrize("text", ['msgid "a"\nmsgstr', "not a catalog\n", 'msgid "a"\nmsgstr "b"\nmsgstr "c"\n'])
+def test_a_po_parse_error_says_the_line_and_names_no_server_path(text):
+    with pytest.raises(TMError) as refused:
+        read_tm(text.encode(), "po", "en", "zh")
+    message = str(refused.value)
+    assert message.startswith("the .po file cannot be parsed: Syntax error in po file") and "(line " in message
+    assert "/" not in message and "mtserve-tm-" not in message and "upload.po" not in message, message
+
+
+def test_running_out_of_memory_inside_polib_is_out_of_memory_not_a_syntax_error(monkeypatch):
+    """polib catches every exception inside a line and raises "Syntax error" from it: under the sandbox's
+    memory limit that is a MemoryError, which the worker reports as a file over its limit (413)."""
+    import polib
+
+    def parse(path, **kwargs):
+        try:
+            raise MemoryError
+        except MemoryError:
+            raise OSError(f"Syntax error in po file {path} (line 9)") from None
+
+    monkeypatch.setattr(polib, "pofile", parse)
+    with pytest.raises(MemoryError):
+        read_tm(b'msgid "a"\nmsgstr "b"\n', "po", "en", "zh")
+
+
 def test_tsv_import_needs_the_pair_and_skips_malformed_lines():
     found = read_tm("# comment\n打开\tOpen\n\nno tab here\n保存\tSave\n".encode(), "tsv", "zh-CN", "en")
     assert found.pairs == [("打开", "Open"), ("保存", "Save")] and found.source_lang == "zh"
@@ -406,6 +567,46 @@ def test_tmx_entities_are_not_resolved_and_bad_xml_is_refused(tmp_path):
         read_tm(b"<html/>", "tmx")
     with pytest.raises(TMError, match="say which pair"):
         read_tm(b'<tmx><header srclang="*all*"/><body/></tmx>', "tmx")
+
+
+TMX_UNIT = '<tu><tuv xml:lang="en"><seg>Line {i}</seg></tuv><tuv xml:lang="zh"><seg>第{i}行</seg></tuv></tu>'
+XLIFF_UNIT = '<trans-unit id="{i}"><source>Line {i}</source><target>第{i}行</target></trans-unit>'
+CUT_SHORT = "<broken"  # what follows the third unit: a reader that got this far fails on it instead
+
+
+@pytest.mark.parametrize("fmt, data", [
+    ("tsv", "".join(f"Line {i}\t第{i}行\n" for i in range(3)).encode() + b"\xff\xfe not UTF-8\n"),
+    ("tmx", ('<tmx version="1.4"><header srclang="en"/><body>' + "".join(TMX_UNIT.format(i=i) for i in range(3))
+             + CUT_SHORT).encode()),
+    ("xliff", ('<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"><file source-language="en" '
+               'target-language="zh"><body>' + "".join(XLIFF_UNIT.format(i=i) for i in range(3))
+               + CUT_SHORT).encode()),
+])
+def test_a_reader_stops_at_the_first_pair_past_its_cap_without_reading_on(fmt, data):
+    """Finding: the entry cap was checked only once a whole file had been parsed."""
+    with pytest.raises(PastCap, match="more than 2 pairs") as stopped:
+        read_tm(data, fmt, "en", "zh", caps=ReadCaps(pairs=2))
+    assert stopped.value.pairs and stopped.value.limit == 2
+    with pytest.raises(PastCap, match="more than 20 bytes of text"):
+        read_tm(data, fmt, "en", "zh", caps=ReadCaps(bytes=20))  # "Line 0第0行" is 13 bytes, two are 26
+    with pytest.raises(TMError, match="not UTF-8|not well-formed"):  # read to the end, it is refused
+        read_tm(data, fmt, "en", "zh")
+
+
+def test_a_po_import_stops_at_the_first_pair_past_its_cap():
+    with pytest.raises(PastCap, match="more than 1 pairs"):
+        read_tm(PO.encode(), "po", caps=ReadCaps(pairs=1))
+    assert len(read_tm(PO.encode(), "po", caps=ReadCaps(pairs=2)).pairs) == 2
+
+
+def test_a_streamed_tmx_is_read_as_the_whole_tree_was():
+    """The pair still comes from the header and the units' languages, read ahead in a first pass."""
+    big = ('<tmx version="1.4"><header srclang="en"/><body>' + "".join(TMX_UNIT.format(i=i) for i in range(5000))
+           + "</body></tmx>").encode()
+    found = read_tm(big, "tmx")
+    assert (found.source_lang, found.target_lang, len(found.pairs)) == ("en", "zh", 5000)
+    assert found.pairs[4999] == ("Line 4999", "第4999行") and found.bytes == sum(
+        len(s.encode()) + len(t.encode()) for s, t in found.pairs)
 
 
 def test_tmx_export_reimports_to_the_same_pairs(tm):
