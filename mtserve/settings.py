@@ -1,9 +1,9 @@
 """One settings object for the whole service.
 
 Defaults live here and only here. Environment variables (``MTSERVE_<NAME>``)
-override them, and CLI flags override the environment. The README table of
-settings is generated from this class (``mtserve settings``), so the three never
-drift apart.
+override them, and CLI flags override the environment. The settings reference,
+docs/settings.md, is generated from this class (``mtserve settings --page``), so the
+three never drift apart.
 """
 
 from __future__ import annotations
