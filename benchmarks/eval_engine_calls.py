@@ -1,4 +1,5 @@
-"""Where an eval's engine time goes: llama.cpp's timings of every engine call the service makes (BENCHMARKS.md).
+"""Where an eval's engine time goes: llama.cpp's timings of every engine call the service makes
+(docs/decisions/014-prompt-cache-ram.md).
 
     python benchmarks/eval_engine_calls.py [--split test --limit 200 --context LINE --tm FILE --model M]
         [--glossary-file FILE]

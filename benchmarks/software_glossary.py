@@ -1,4 +1,4 @@
-"""A product glossary for the software set's dev or test, mined from the products' own catalogs (BENCHMARKS.md).
+"""A product glossary for the software set's dev or test, mined from the products' own catalogs (QUALITY.md).
 
     python benchmarks/software_own_tm.py OWN                 # the products' other strings
     python benchmarks/software_glossary.py OWN [--agreed]    # OWN/software-{dev,test}-glossary[-agreed].tsv

@@ -1,4 +1,4 @@
-"""The software set as TSV files whose context column carries neighbouring strings (QUALITY.md).
+"""The software set as TSV files whose context column carries neighbouring strings (docs/decisions/017-tm-retrieval.md).
 
     python benchmarks/software_neighbours.py OUT_DIR [--split dev] [--previous 2]
     mtserve eval OUT_DIR/software-dev-line.tsv --limit 200 --model qwen2.5-coder-1.5b-instruct-q4_k_m

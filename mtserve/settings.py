@@ -1,9 +1,9 @@
 """One settings object for the whole service.
 
 Defaults live here and only here. Environment variables (``MTSERVE_<NAME>``)
-override them, and CLI flags override the environment. The README table of
-settings is generated from this class (``mtserve settings``), so the three never
-drift apart.
+override them, and CLI flags override the environment. The settings reference,
+docs/settings.md, is generated from this class (``mtserve settings --page``), so the
+three never drift apart.
 """
 
 from __future__ import annotations
@@ -170,8 +170,8 @@ class Settings(BaseSettings):
         "word longer than this is cut, so no segment sent to the engine is longer (a character beyond "
         "U+FFFF, an emoji or rare CJK, counts as 3: it takes several tokens)."
     )
-    # 200 keeps a short paragraph whole. Measured with the default model (QUALITY.md, "Connected
-    # prose"): +5.5 BLEU and +3.6 chrF on the prose set's test split, 17 right readings of 20 against 6;
+    # 200 keeps a short paragraph whole. Measured with the default model (QUALITY.md, "Segments of
+    # several sentences"): +5.5 BLEU and +3.6 chrF on the prose set's test split, 17 right readings of 20 against 6;
     # on unrelated sentences side by side (HSK paragraphs) -1.7 / -1.3, the case for 0. A grouped segment
     # costs its request one scheduler turn per sentence, so documents keep their share (scheduler.py).
     segment_budget_chars: int = Field(

@@ -1,4 +1,4 @@
-"""The shape README's architecture section draws, checked: no import cycles, one-way layers.
+"""The shape docs/architecture.md draws, checked: no import cycles, one-way layers.
 
 Imports are read from the source (every ``import``, at module level or inside a
 function, since a lazy import still ties two modules together), so the checks

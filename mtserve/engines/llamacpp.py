@@ -65,7 +65,7 @@ SPECULATIVE_TYPES = {
 
 # When a translation from a CJK language into one written without CJK characters decodes
 # under the grammar that excludes them: every request ("always"), or only the guardrails'
-# strict retry ("retry"). Measured in QUALITY.md and BENCHMARKS.md.
+# strict retry ("retry"). Measured in docs/decisions/002-script-grammar-on-every-request.md.
 SCRIPT_GRAMMAR_MODES = ("always", "retry")
 # When a segment with inline tags or placeholders decodes under the grammar that requires them.
 MARKUP_GRAMMAR_MODES = ("always", "retry", "off")
@@ -146,7 +146,7 @@ class LlamaCppEngine:
         # inside llama.cpp. A slot freed at the end of a decode step then takes a waiting
         # segment into the very next step; handed over from Python, the segment arrives a few
         # milliseconds late and waits a whole step (~160 ms with 4 busy slots on 2 cores).
-        # Measured: +5.5 % req/s at 8 clients (BENCHMARKS.md).
+        # Measured: +5.5 % req/s at 8 clients (docs/decisions/011-queue-ahead.md).
         self.max_concurrency = self.slots + max(0, queue_ahead)
         self.template: PromptTemplate = template_for(family)
         self._threads = threads
@@ -202,14 +202,15 @@ class LlamaCppEngine:
         # restores the other kind's state from here instead of computing ~450 tokens (or
         # ~200 back), so it is kept small, but not so small that those states are evicted:
         # 64 MiB held too few of the 1.5B's (~7-14 MiB each) for a catalog's strings
-        # (BENCHMARKS.md, session 36).
+        # (docs/decisions/014-prompt-cache-ram.md).
         params.cache_ram_mib = self._prompt_cache_ram_mib
         # By default llama.cpp also copies every idle slot into that cache whenever a task starts.
         # Without a unified KV cache the slot keeps its state anyway, so the copies only push the
         # entries that matter out of the cache, first in first out: under steady traffic the warmed
         # strict prompt was evicted within a minute, and each later retry recomputed its ~630
-        # tokens in the batch every slot decodes in, stopping them all for ~5 s (BENCHMARKS.md,
-        # session 30). Off, a state enters the cache only when its slot is taken for another prompt.
+        # tokens in the batch every slot decodes in, stopping them all for ~5 s
+        # (docs/decisions/004-strict-retry-warm-and-cached.md). Off, a state enters the cache only when
+        # its slot is taken for another prompt.
         params.cache_idle_slots = False
         params.warmup = True
         if self._speculative != "none":

@@ -122,7 +122,7 @@ class PromptTemplate:
         elif glossary:
             # In the text's turn, not the system prompt: a segment's terms are its own, and in the system
             # prompt they made every segment with a term compute the whole fixed prefix again (~170 tokens,
-            # and the next plain segment on that slot as many; BENCHMARKS.md, "Glossary terms").
+            # and the next plain segment on that slot as many; docs/decisions/019-glossary-terms.md).
             leads.append(self.terms_header + "\n" + "\n".join(
                 self.term_line.format(term=t, translation=tr) for t, tr in glossary))
         if markup and self.markup_instruction:
@@ -147,7 +147,8 @@ class PromptTemplate:
         if guidance:
             # The guidance opens the first turn after the fixed prefix, a retrieved example's or else the
             # text's, so segments with and without TM examples share it: a slot that served one kind keeps
-            # it cached for the other (34.8 prompt tokens a segment against 52.5; QUALITY.md).
+            # it cached for the other (34.8 prompt tokens a segment against 52.5;
+            # docs/decisions/018-tm-prompt-layout.md).
             if turns:
                 turns[0] = {"role": "user", "content": guided.format(
                     guidance=guidance_block(guidance, target), request=turns[0]["content"])}

@@ -280,7 +280,7 @@ def term_in_output(translation: str, output: str, language: str | None = None) -
     """Whether the glossary's ``translation`` appears in ``output`` (case-insensitive for spaced scripts),
     in any inflected form where ``language`` has a Snowball stemmer: "permission" honours "Permissions" and
     "created" honours "Create", as DeepL flexes a glossary's entries for the sentence. Held to the exact form,
-    the 1.5B's grammatical answers were retried, and the retries read worse (QUALITY.md, "Glossary terms")."""
+    the 1.5B's grammatical answers were retried, and the retries read worse (docs/decisions/019-glossary-terms.md)."""
     if _pattern(translation).search(output):
         return True
     if not _SPACED_SCRIPT.search(translation) or (stem := _stemmer(language)) is None:

@@ -132,7 +132,7 @@ class Runtime:
     def _paragraph_slots(self) -> int:
         """The paragraphs one request may run at once: the setting; else one on a CPU, where two
         side by side cost nearly as much as each in turn and the second holds a slot that short
-        requests wait for (BENCHMARKS.md, session 32); on a GPU, where they cost about one, half
+        requests wait for (docs/decisions/010-paragraph-slots.md); on a GPU, where they cost about one, half
         the slots, so that the other half turns over for whoever comes next."""
         if self.settings.paragraph_slots:
             return self.settings.paragraph_slots

@@ -3,8 +3,8 @@ with markup gets the other kind's prompt back from llama.cpp's host-RAM cache in
 
 Plain and marked prompts part after the system prompt (the markup convention is part of it), so a
 slot that takes the other kind would keep little of its state: llama.cpp then saves that state and
-loads the best one it holds. The RAM cache must be large enough to still hold it (BENCHMARKS.md,
-session 36: at 64 MiB a catalog's strings computed ~450 tokens at most switches).
+loads the best one it holds. The RAM cache must be large enough to still hold it
+(docs/decisions/014-prompt-cache-ram.md: at 64 MiB a catalog's strings computed ~450 tokens at most switches).
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def test_words_the_small_model_leaves_in_chinese_come_out_in_english_first_time(
     """The script grammar keeps Han out of English while decoding, so no retry is needed.
 
     Without it (``--script-grammar retry``, one slot) the small model answered the second
-    sentence "This师傅's technical is excellent."; QUALITY.md has more such words.
+    sentence "This师傅's technical is excellent."; docs/decisions/001-prompt-and-examples.md has more such words.
     """
     before = metric_value(live_server, UNTRANSLATED_RETRIES, default=0.0)
     texts = ["团长带领他的团队完成了任务。", "这位师傅的技术很好。", "京剧是一种传统戏剧。"]
