@@ -55,6 +55,12 @@ MB = 1_000_000
 CANCEL_POLL_S = 0.2  # how often a cancellable call looks at its cancel event while it waits
 RENDER_FACTOR = 2  # a render's CPU and time budget, in parse budgets
 RECYCLE_RSS_BYTES = 256 * 2**20  # a worker left this large after a request is replaced, not kept warm
+# The memory limit (RLIMIT_AS) counts new mappings: what glibc kept mapped from an earlier parse is room
+# the next parse could use past its limit. A worker whose address space stays this much above its fresh
+# size after a request is replaced, and one holding more than a quarter of the next request's budget
+# that way is replaced before it starts it.
+RECYCLE_GROWTH_BYTES = 64 * 2**20
+STALE_SHARE = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,14 +140,19 @@ def _serve(conn: Connection) -> None:
 
     import mtserve.service.tm_files  # noqa: F401
 
+    fresh = _address_space()
     conn.send(("ready", os.getpid()))
     while True:
         try:
             request: _Request = conn.recv()
         except (EOFError, OSError):
             return
+        if (_address_space() - fresh) * STALE_SHARE > request.budget.memory_bytes:
+            conn.send(("stale", None, True))  # the server asks a fresh worker instead
+            return
         reply, recycle = _handle(request)
-        recycle = recycle or _resident() > RECYCLE_RSS_BYTES  # glibc keeps what a big parse took
+        # glibc keeps what a big parse took
+        recycle = recycle or _resident() > RECYCLE_RSS_BYTES or _address_space() - fresh > RECYCLE_GROWTH_BYTES
         try:
             conn.send((*reply, recycle))
         except Exception as exc:  # a reply that does not pickle: say so rather than die silently
@@ -332,6 +343,10 @@ class Sandbox:
         try:
             reply = worker.call(request, cancel)
         except (BrokenPipeError, ConnectionResetError):  # it died while idle: once more, on a new one
+            worker.kill()
+            worker = self._local.worker = _Worker()
+            reply = worker.call(request, cancel)
+        if reply[0] == "stale":  # it kept too much mapped from earlier parses for this request's budget
             worker.kill()
             worker = self._local.worker = _Worker()
             reply = worker.call(request, cancel)
