@@ -45,12 +45,9 @@ from mtserve.api.common import (
 )
 from mtserve.api.errors import ApiError
 from mtserve.service.glossary import (
-    GlossaryError,
-    GlossaryForbidden,
     GlossaryInfo,
     GlossaryScope,
     GlossaryStore,
-    GlossaryTooLarge,
     UnknownGlossary,
     format_entries,
     parse_entries,
@@ -264,15 +261,8 @@ async def create_glossary(request: Request):
                             max_entries=settings.glossary_max_entries, max_owned=settings.glossaries_per_key,
                             max_bytes=settings.glossary_bytes_per_key)
 
-    try:
-        scope.owner_of_new()  # a caller without a key is refused before its entries are parsed
-        glossary = await asyncio.to_thread(create)
-    except GlossaryForbidden as exc:
-        raise ApiError(403, str(exc)) from None
-    except GlossaryTooLarge as exc:
-        raise ApiError(413, str(exc)) from None
-    except GlossaryError as exc:
-        raise ApiError(400, str(exc)) from None
+    scope.owner_of_new()  # a caller without a key is refused before its entries are parsed
+    glossary = await asyncio.to_thread(create)
     return JSONResponse(describe(glossary), status_code=201)
 
 
@@ -285,10 +275,8 @@ async def list_glossaries(request: Request):
 
 
 async def _info(request: Request, glossary_id: str) -> GlossaryInfo:
-    try:
-        return await asyncio.to_thread(glossary_store(request).info, glossary_id, glossary_scope(request))
-    except UnknownGlossary:  # another key's glossary is not found either
-        raise ApiError(404, f"Glossary not found: {glossary_id}") from None
+    """A glossary's metadata; another key's glossary is not found either (UnknownGlossary: 404)."""
+    return await asyncio.to_thread(glossary_store(request).info, glossary_id, glossary_scope(request))
 
 
 @router.get("/glossaries/{glossary_id}")
@@ -300,10 +288,7 @@ async def get_glossary(request: Request, glossary_id: str):
 @router.get("/glossaries/{glossary_id}/entries")
 async def glossary_entries(request: Request, glossary_id: str):
     check_key(request)
-    try:
-        glossary = await asyncio.to_thread(glossary_store(request).get, glossary_id, glossary_scope(request))
-    except UnknownGlossary:
-        raise ApiError(404, f"Glossary not found: {glossary_id}") from None
+    glossary = await asyncio.to_thread(glossary_store(request).get, glossary_id, glossary_scope(request))
     text = await asyncio.to_thread(format_entries, glossary.entries, "tsv")
     return PlainTextResponse(text, media_type="text/tab-separated-values")
 
@@ -312,10 +297,7 @@ async def glossary_entries(request: Request, glossary_id: str):
 async def delete_glossary(request: Request, glossary_id: str):
     """Delete one of the caller's own glossaries; the operator's are 403, another key's 404."""
     check_key(request)
-    try:
-        deleted = await asyncio.to_thread(glossary_store(request).delete, glossary_id, glossary_scope(request))
-    except GlossaryForbidden as exc:
-        raise ApiError(403, str(exc)) from None
+    deleted = await asyncio.to_thread(glossary_store(request).delete, glossary_id, glossary_scope(request))
     if not deleted:
-        raise ApiError(404, f"Glossary not found: {glossary_id}")
+        raise UnknownGlossary(f"no glossary with id {glossary_id!r}", glossary_id)
     return Response(status_code=204)

@@ -27,7 +27,6 @@ from starlette.background import BackgroundTask
 from mtserve.api.common import Upload, admit, guidance_of, job_owner, queue_document, read_upload, service_of
 from mtserve.api.deepl import fields_of, formality_of, to_mtserve
 from mtserve.api.errors import ApiError
-from mtserve.documents.base import DocumentError
 from mtserve.documents.jobs import Job, JobStatus, JobStore
 from mtserve.documents.registry import format_for
 
@@ -67,10 +66,7 @@ def _check_format_early(store: JobStore, part_filename: str, fields: dict[str, s
     named = fields.get("filename")
     if not named and not PurePath(part_filename).suffix:
         return
-    try:
-        format_for(PurePath(named or part_filename).name, store.formats)
-    except DocumentError as exc:
-        raise ApiError(400, str(exc)) from None
+    format_for(PurePath(named or part_filename).name, store.formats)  # DocumentError: 400
 
 
 async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
@@ -87,10 +83,7 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     guidance = guidance_of(store.settings, fields.get("context") or None,
                            formality=formality_of(fields.get("formality")))
     filename = PurePath(fields.get("filename") or upload.filename or "").name
-    try:
-        fmt = format_for(filename, store.formats)
-    except DocumentError as exc:
-        raise ApiError(400, str(exc)) from None
+    fmt = format_for(filename, store.formats)  # DocumentError: 400
     output_format = fields.get("output_format", "").strip().lower().lstrip(".")
     if output_format and output_format not in fmt.extensions:
         raise ApiError(400, f"Value for 'output_format' not supported: a .{fmt.extensions[0]} document is "

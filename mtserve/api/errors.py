@@ -24,9 +24,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from mtserve.documents.base import DocumentError, LimitExceeded, StorageUnavailable, TooManyDocuments
 from mtserve.engines.base import EngineError, PromptTooLong
 from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
-from mtserve.service.glossary import GlossaryError, GlossaryForbidden, GlossaryTooLarge, UnknownGlossary
+from mtserve.service.glossary import (
+    GlossaryError,
+    GlossaryForbidden,
+    GlossaryTooLarge,
+    UnknownGlossary,
+    UnusableGlossaryId,
+)
 from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
 from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
+from mtserve.service.tm import TMBusy, TMError, TMTooLarge
+from mtserve.service.tm_access import TMForbidden, UnknownEntry
 from mtserve.text.languages import language_name
 
 log = logging.getLogger(__name__)
@@ -138,9 +146,10 @@ class ErrorStatus:
 STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (UnsupportedLanguage, ErrorStatus(400)),
     (FormalityUnsupported, ErrorStatus(400)),
-    # A glossary_id a translation names: DeepL answers 400 for an unknown one (its glossary routes
-    # answer their own 404 for the glossary they are about).
-    (UnknownGlossary, ErrorStatus(404, family_status={"deepl": 400})),
+    # A glossary_id a translation names, as a field: DeepL answers 400 for an unknown one. The glossary
+    # a route is about, not there: 404.
+    (UnusableGlossaryId, ErrorStatus(404, family_status={"deepl": 400})),
+    (UnknownGlossary, ErrorStatus(404)),
     (GlossaryForbidden, ErrorStatus(403)),
     (GlossaryTooLarge, ErrorStatus(413)),
     (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries
@@ -151,6 +160,11 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (AccessDenied, ErrorStatus(403)),
     (QuotaExceeded, ErrorStatus(429, family_status={"deepl": 456})),  # DeepL: "Quota exceeded"
     (RateLimited, ErrorStatus(429, _retry_after(lambda exc: exc.retry_after_s))),
+    (UnknownEntry, ErrorStatus(404)),
+    (TMForbidden, ErrorStatus(403)),  # another key's entries, a cap, suggestions off
+    (TMTooLarge, ErrorStatus(413)),  # a file past the parse limits
+    (TMBusy, ErrorStatus(503, lambda exc: {"Retry-After": "5"})),
+    (TMError, ErrorStatus(400)),
     (BodyTooLarge, ErrorStatus(413)),
     (LimitExceeded, ErrorStatus(413)),
     (TooManyDocuments, ErrorStatus(503, lambda exc: {"Retry-After": "30"})),
@@ -187,6 +201,8 @@ def words_of(exc: Exception, path: str = "") -> tuple[str, str | None]:
     message = str(exc)
     if isinstance(exc, DeadlineExceeded):
         return f"translation did not finish within the deadline ({message}); send shorter text or retry", None
+    if isinstance(exc, UnknownGlossary) and not isinstance(exc, UnusableGlossaryId) and api_family(path) == "deepl":
+        return f"Glossary not found: {exc.glossary_id}", None  # DeepL's words, which its clients show
     if isinstance(exc, (UnsupportedLanguage, FormalityUnsupported)):
         return f"{message} ({LANGUAGE_HINTS[api_family(path)]})", None
     return message, None

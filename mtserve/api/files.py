@@ -185,27 +185,20 @@ async def _submit(request: Request) -> Job:
 
 
 def _glossary(value: str | None, max_depth: int, max_entries: int = 0) -> dict[str, str] | None:
-    """The form's optional glossary: a JSON object of term -> translation, as /translate takes it."""
-    from mtserve.service.glossary import (
-        GlossaryError,
-        GlossaryTooLarge,
-        check_request_entries,
-        validate_entries,
-    )
+    """The form's optional glossary: a JSON object of term -> translation, as /translate takes it
+    (GlossaryError and GlossaryTooLarge are statuses by the one table)."""
+    from mtserve.service.glossary import check_request_entries, validate_entries
 
     if value is None or value == "":
         return None
     try:
-        entries = validate_entries(decode_json(value, max_depth, "the glossary"), "glossary")
-        check_request_entries(entries, max_entries)
-        return entries
-    except GlossaryTooLarge as exc:
-        raise ApiError(413, str(exc)) from None
+        raw = decode_json(value, max_depth, "the glossary")
     except BadJson as exc:
         raise ApiError(400, 'glossary must be a JSON object of term -> translation, e.g. {"猫": "cat"}: '
                             f"{exc}") from None
-    except GlossaryError as exc:
-        raise ApiError(400, str(exc)) from None
+    entries = validate_entries(raw, "glossary")
+    check_request_entries(entries, max_entries)
+    return entries
 
 
 # --- LibreTranslate's contract -----------------------------------------------------------------

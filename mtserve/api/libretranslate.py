@@ -47,7 +47,7 @@ from mtserve.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from mtserve.service.glossary import GlossaryTooLarge, check_request_entries
+from mtserve.service.glossary import check_request_entries
 from mtserve.service.request import Delta, Detected, Done, StreamEvent, TranslationRequest, Usage
 from mtserve.settings import Settings
 from mtserve.text.languages import language_name
@@ -157,10 +157,7 @@ def validate_translate(req: TranslateRequest, settings: Settings) -> list[str]:
         raise over_limit(chars, settings.char_limit,
                          f"the request has {chars} characters, all its texts together; the limit is "
                          f"{settings.char_limit} (MTSERVE_CHAR_LIMIT): split the text into several requests")
-    try:
-        check_request_entries(req.glossary, settings.glossary_request_entries)
-    except GlossaryTooLarge as exc:
-        raise ApiError(413, str(exc)) from None
+    check_request_entries(req.glossary, settings.glossary_request_entries)  # GlossaryTooLarge: 413
     return texts
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sqlite3
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -37,14 +36,12 @@ from mtserve.api.common import (
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge, ErrorBody
 from mtserve.documents.sandbox import read_tm_file
-from mtserve.service.tm import TMEntry, TMError, TMMatch, TMTooLarge
+from mtserve.service.tm import TMEntry, TMMatch
 from mtserve.service.tm_access import (
     MAX_PAGE,
     MAX_SEARCH,
     MemoryAccess,
-    TMForbidden,
     TMScope,
-    UnknownEntry,
     scope_for,
 )
 from mtserve.settings import Settings
@@ -102,20 +99,8 @@ def _scope(request: Request) -> TMScope:
 
 
 async def _call(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """A blocking TM call in a worker thread, its errors as statuses."""
-    try:
-        return await asyncio.to_thread(work, *args, **kwargs)
-    except UnknownEntry as exc:
-        raise ApiError(404, str(exc)) from None
-    except TMForbidden as exc:
-        raise ApiError(403, str(exc)) from None
-    except TMTooLarge as exc:
-        raise ApiError(413, str(exc)) from None
-    except TMError as exc:
-        raise ApiError(400, str(exc)) from None
-    except sqlite3.OperationalError as exc:  # the file locked by a long write elsewhere (a CLI import)
-        raise ApiError(503, f"the translation memory is busy ({exc}); retry shortly",
-                       {"Retry-After": "5"}) from None
+    """A blocking TM call in a worker thread; its errors (TMError) are statuses by the one table."""
+    return await asyncio.to_thread(work, *args, **kwargs)
 
 
 def entry_json(entry: TMEntry) -> dict[str, Any]:

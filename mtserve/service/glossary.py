@@ -61,6 +61,15 @@ class GlossaryError(ValueError):
 class UnknownGlossary(GlossaryError):
     """No stored glossary has that id, or none the caller may see (a 404 over HTTP)."""
 
+    def __init__(self, message: str, glossary_id: str = ""):
+        super().__init__(message)
+        self.glossary_id = glossary_id
+
+
+class UnusableGlossaryId(UnknownGlossary):
+    """A translation's ``glossary_id`` names no glossary the caller may use: a field of the request
+    that is wrong, where UnknownGlossary is a resource that is not there."""
+
 
 class GlossaryMismatch(GlossaryError):
     """A stored glossary that does not fit the request's language pair (a 400 over HTTP)."""
@@ -517,7 +526,7 @@ class GlossaryStore:
             row = db.execute(f"{_INFO} WHERE g.id = ? AND {where}", (glossary_id, *args)).fetchone()
         if row is None:
             raise UnknownGlossary(f"no glossary with id {glossary_id!r}; list the ids with "
-                                  "`mtserve glossary list` or GET /v2/glossaries")
+                                  "`mtserve glossary list` or GET /v2/glossaries", glossary_id)
         return GlossaryInfo(*row)
 
     def get(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> Glossary:

@@ -88,6 +88,10 @@ class TMTooLarge(TMError):
     setting."""
 
 
+class TMBusy(TMError):
+    """The store's file is locked by a long write elsewhere (a CLI import in another process): retry shortly."""
+
+
 class TMCancelled(TMError):
     """A write stopped at a batch boundary because it was asked to (its request ended, the server stops)."""
 

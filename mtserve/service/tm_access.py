@@ -23,6 +23,8 @@ Every method is blocking (SQLite, file parsing): the API calls them in a worker 
 
 from __future__ import annotations
 
+import functools
+import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from mtserve.service.tm import (
     MAX_SEGMENT_CHARS,
     AddReport,
     PairStats,
+    TMBusy,
     TMEntry,
     TMError,
     TMMatch,
@@ -147,8 +150,20 @@ def _text(value: object, name: str) -> str:
     return value
 
 
+def _busy_is_an_error(method: Callable) -> Callable:
+    """SQLite's "database is locked" (a long write in another process) as the TM's own TMBusy."""
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            raise TMBusy(f"the translation memory is busy ({exc}); retry shortly") from None
+    return call
+
+
 class MemoryAccess:
-    """The translation memory as API callers reach it: scoped, capped, validated."""
+    """The translation memory as API callers reach it: scoped, capped, validated. Every public
+    method raises TMError subclasses only, which the API's one status table maps."""
 
     def __init__(self, memory: TranslationMemory, settings: Settings):
         self.memory = memory
@@ -163,6 +178,7 @@ class MemoryAccess:
             return self._importing.setdefault(owner, threading.Lock())
 
     # --- importing -----------------------------------------------------------------------
+    @_busy_is_an_error
     def import_file(self, scope: TMScope, data: bytes, filename: str, fmt: str | None = None,
                     source: str | None = None, target: str | None = None, origin: str | None = None,
                     languages: Collection[str] | None = None, read: TMReader = read_here,
@@ -212,6 +228,7 @@ class MemoryAccess:
                        "entries (DELETE /tm/entries?origin=...) or import a smaller file")
 
     # --- reading -------------------------------------------------------------------------
+    @_busy_is_an_error
     def search(self, scope: TMScope, text: object, source: object, target: object, limit: int = 10,
                min_similarity: float = 0.0) -> list[TMMatch]:
         """The entries (of the caller's own) most similar to ``text``, best first; an exact match scores 100."""
@@ -231,12 +248,14 @@ class MemoryAccess:
             matches = [TMMatch(exact, 100.0), *matches][:limit]
         return matches
 
+    @_busy_is_an_error
     def stats(self, scope: TMScope) -> tuple[list[PairStats], Usage]:
         """Per language pair: the caller's entries, suggestions and origins; and what it holds (entries, bytes)."""
         scope.check_identity()
         held = self.memory.usage(scope.owner)
         return self.memory.stats(owner=scope.owner, shared=False), held
 
+    @_busy_is_an_error
     def entries(self, scope: TMScope, source: str | None = None, target: str | None = None,
                 origin: str | None = None, after: int = 0, limit: int = 100,
                 suggestions: bool = False) -> list[TMEntry]:
@@ -251,6 +270,7 @@ class MemoryAccess:
                                         limit=limit))
 
     # --- deleting ------------------------------------------------------------------------
+    @_busy_is_an_error
     def delete(self, scope: TMScope, *, ids: Iterable[int] | None = None, origin: str | None = None) -> int:
         """Delete the caller's entries by id or by origin (the operator: anyone's, suggestions too)."""
         scope.check_identity()
@@ -264,6 +284,7 @@ class MemoryAccess:
         return removed
 
     # --- suggestions ---------------------------------------------------------------------
+    @_busy_is_an_error
     def suggest(self, key_id: str | None, q: object, s: object, source: object, target: object,
                 languages: Collection[str] | None = None) -> None:
         """Store a suggested translation, to be accepted by the operator before it serves anyone."""
@@ -290,6 +311,7 @@ class MemoryAccess:
                               "(MTSERVE_TM_SUGGESTION_BYTES_PER_KEY); send more once some are accepted")
             self.memory.add([(q, s)], source_lang, target_lang, origin=origin, owner=None, suggestion=True)
 
+    @_busy_is_an_error
     def accept(self, scope: TMScope, ids: Iterable[int] | None = None) -> int:
         """Turn suggestions (those ``ids``, or all) into entries that serve every caller: the operator's."""
         scope.check_operator("accepting suggestions")

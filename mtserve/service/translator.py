@@ -35,6 +35,7 @@ from mtserve.service.glossary import (
     GlossaryScope,
     GlossaryStore,
     UnknownGlossary,
+    UnusableGlossaryId,
     matching_entries,
     merge,
     scope_for,
@@ -247,11 +248,16 @@ class TranslationService:
 
         ``key_id`` is the caller's API key id: with keys on, a caller uses its own glossaries
         and the operator's (another key's is unknown to it). Raises UnknownGlossary (no such
-        id) or GlossaryMismatch (another pair, or source 'auto'); both say what to send instead.
+        id: UnusableGlossaryId) or GlossaryMismatch (another pair, or source 'auto'); both say what to
+        send instead.
         """
         if self.glossaries is None:
-            raise UnknownGlossary(f"no glossary with id {glossary_id!r}: this service has no glossary store")
-        return self.glossaries.for_pair(glossary_id, source, target, self.glossary_scope(key_id))
+            raise UnusableGlossaryId(f"no glossary with id {glossary_id!r}: this service has no glossary store",
+                                     glossary_id)
+        try:
+            return self.glossaries.for_pair(glossary_id, source, target, self.glossary_scope(key_id))
+        except UnknownGlossary as exc:
+            raise UnusableGlossaryId(str(exc), glossary_id) from None
 
     def supports_formality(self, target: str) -> bool:
         """Whether a formality request into ``target`` is followed (DeepL's ``supports_formality``)."""
