@@ -26,7 +26,7 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from mtserve.api.app import create_app
-from mtserve.api.protocol import JSONErrorsH11Protocol
+from mtserve.api.server import server_config
 from mtserve.engines.base import Engine
 from mtserve.settings import Settings
 
@@ -119,9 +119,8 @@ def serve(engine: Engine, **settings) -> Iterator[str]:
         if "home" not in settings:
             settings["home"] = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtserve-home-")))
         port = free_port()
-        app = create_app(Settings(port=port, **settings), engine=engine)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
-                                               loop="asyncio", http=JSONErrorsH11Protocol, lifespan="on"))
+        chosen = Settings(host="127.0.0.1", port=port, **settings)
+        server = uvicorn.Server(server_config(create_app(chosen, engine=engine), chosen, lifespan="on"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         url = f"http://127.0.0.1:{port}"

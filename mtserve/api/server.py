@@ -1,0 +1,31 @@
+"""The HTTP server's configuration: one function builds it for `mtserve serve` and for the tests.
+
+A test that starts the app in-process must meet the server that `mtserve serve` runs (the same
+protocol class, limits and timeouts), or it proves nothing about it; so both build their uvicorn
+configuration here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+
+from mtserve.api.protocol import JSONErrorsH11Protocol
+from mtserve.settings import Settings
+
+
+def server_config(app: FastAPI, settings: Settings, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``, from ``settings``; ``overrides`` are uvicorn.Config's own
+    arguments (a test's ``lifespan="on"``).
+
+    The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
+    and httptools) must not change the server that the tests and benchmarks measured.
+    """
+    options: dict[str, Any] = dict(
+        host=settings.host, port=settings.port, log_config=None, loop="asyncio", http=JSONErrorsH11Protocol,
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
+    )
+    options.update(overrides)
+    return uvicorn.Config(app, **options)
