@@ -36,6 +36,12 @@ class Settings(BaseSettings):
     # --- network -----------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address the HTTP server binds to.")
     port: int = Field(8000, description="Port the HTTP server listens on.")
+    forwarded_allow_ips: str = Field(
+        "", description="Proxies trusted to say who the client is: comma-separated addresses or networks "
+        "(10.0.0.5, 10.0.0.0/8; '*' any) whose X-Forwarded-For and X-Forwarded-Proto are believed. Empty: "
+        "none, and a client's address (which the anonymous rate limit counts) is its connection's. Name "
+        "only your reverse proxy or load balancer, never an address clients connect from.",
+    )
 
     # --- model and engine --------------------------------------------------
     model: str = Field(

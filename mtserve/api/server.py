@@ -23,9 +23,13 @@ def server_config(app: FastAPI, settings: Settings, **overrides: Any) -> uvicorn
     The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
     and httptools) must not change the server that the tests and benchmarks measured.
     """
+    trusted = settings.forwarded_allow_ips.strip()
     options: dict[str, Any] = dict(
         host=settings.host, port=settings.port, log_config=None, loop="asyncio", http=JSONErrorsH11Protocol,
         timeout_graceful_shutdown=settings.shutdown_grace_s,
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise (FORWARDED_ALLOW_IPS):
+        # any local client could then choose the address its rate limit is counted by.
+        proxy_headers=bool(trusted), forwarded_allow_ips=trusted,
     )
     options.update(overrides)
     return uvicorn.Config(app, **options)
