@@ -351,6 +351,19 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         1_000_000, description="Largest request body accepted (bytes); larger gets 413."
     )
+    # Apache's LimitRequestLine is 8 KiB and nginx's large header buffer 8 KiB; twice that leaves room for
+    # GET /translate/stream with q in the URL (about 1,800 CJK characters percent-encoded).
+    max_request_line_bytes: int = Field(
+        16_384, ge=64, description="Longest request line (method, URL, version) accepted; longer gets 414, "
+        "however the bytes arrive. Long text goes in a POST body."
+    )
+    max_header_bytes: int = Field(
+        16_384, ge=256, description="Most bytes of request headers together; more get 431, however the "
+        "bytes arrive."
+    )
+    max_headers: int = Field(
+        100, ge=8, description="Most request headers; more get 431 (Apache's LimitRequestFields is 100)."
+    )
     json_max_depth: int = Field(
         32, ge=2, le=200, description="Deepest nesting of arrays and objects in a JSON body, or in a JSON "
         "text field such as glossary; deeper gets 400 (at most 200, the JSON parser's own bound)."

@@ -1,30 +1,227 @@
-"""The HTTP parser's own answer to bytes that are not HTTP, in the API's shape.
+"""mtserve's HTTP/1.1 protocol: uvicorn's h11 protocol, with bounds a public server needs.
 
-A request line or header that h11 cannot parse (a URL with raw non-ASCII bytes, a header without a
-colon) never reaches the app: uvicorn answers it with a plain-text "Invalid HTTP request received.".
-Every other error of the API is JSON ``{"error": ...}`` that says what to fix, so this one is too.
+uvicorn's h11 protocol trusts its peer further than a server on a network can:
+
+- h11 bounds a request head only while it is incomplete (16 KiB), so a head that arrives in one
+  read (up to 256 KiB) was parsed whole, whatever its request line, header bytes or header count;
+  and it believes a chunk size of 20 hex digits, then waits for that much data.
+- After answering a request before its body was read (a 413), it read and dropped the rest of the
+  body and kept the connection for the next request.
+
+Here each bound holds however the bytes arrive (``ConnectionLimits``, from the settings), and the
+parser's own answer to a request it cannot read is JSON ``{"error": ...}`` that says what to fix,
+as every other error of the API.
 """
 
 from __future__ import annotations
 
+import asyncio
+import http
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import h11
+from h11._readers import ChunkedReader
+from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
 
-INVALID_HTTP = json.dumps({"error": (
+from mtserve.settings import Settings
+
+INVALID_HTTP = (
     "invalid HTTP request: its request line or a header could not be parsed. A URL is ASCII: "
     "percent-encode other characters (?q=%E4%BD%A0%E5%A5%BD for ?q=你好, as curl -G --data-urlencode does), "
-    "and each header is one 'Name: value' line")}, ensure_ascii=False).encode("utf-8")
+    "and each header is one 'Name: value' line")
+# After the server has answered a request it will not read to the end, what the client still sends is
+# read and dropped this long before the connection closes: closing with those bytes unread would make
+# the kernel reset the connection, which can destroy the answer before the client has read it.
+LINGER_S = 2.0
 
 
-class JSONErrorsH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, whose 400 for an unparseable request is the API's JSON error."""
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """The bounds one connection is held to; see the settings of the same names."""
+
+    max_request_line_bytes: int
+    max_header_bytes: int
+    max_headers: int
+    max_body_bytes: int  # the largest body any route accepts: a chunk declared larger is refused at once
+
+    @classmethod
+    def from_settings(cls, settings: Settings, max_body_bytes: int) -> "ConnectionLimits":
+        return cls(max_request_line_bytes=settings.max_request_line_bytes,
+                   max_header_bytes=settings.max_header_bytes, max_headers=settings.max_headers,
+                   max_body_bytes=max_body_bytes)
+
+
+class RequestRefused(h11.RemoteProtocolError):
+    """A request the server will not read further; its message is the client's JSON error."""
+
+
+class GuardedConnection(h11.Connection):
+    """h11's server side, with the request head and a chunked body's framing held to ``limits``."""
+
+    def __init__(self, limits: ConnectionLimits):
+        # h11's own bound, on a head still incomplete, is the two bounds together; the parts are
+        # told apart below, and a complete head is measured once parsed.
+        super().__init__(h11.SERVER, max_incomplete_event_size=limits.max_request_line_bytes
+                         + limits.max_header_bytes + 4)
+        self.limits = limits
+        self.refusal: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> Any:
+        reading_head = self.their_state is h11.IDLE
+        try:
+            event = super().next_event()
+            if isinstance(event, h11.Request):
+                self._check_head(event)
+            elif self.their_state is h11.SEND_BODY:
+                self._check_chunk()
+            return event
+        except h11.RemoteProtocolError as exc:
+            self.refusal = self._explained(exc, reading_head)
+            raise
+
+    def _check_head(self, request: h11.Request) -> None:
+        limits = self.limits
+        line = len(request.method) + len(request.target) + len(b"  HTTP/1.1")
+        if line > limits.max_request_line_bytes:
+            raise _line_too_long(limits)
+        if len(request.headers) > limits.max_headers:
+            raise _too_many_headers(limits)
+        size = sum(len(name) + len(value) + 4 for name, value in request.headers)
+        if size > limits.max_header_bytes:
+            raise _headers_too_big(limits)
+
+    def _check_chunk(self) -> None:
+        # h11 keeps the size of the chunk being read to itself (h11 0.16: _reader._bytes_in_chunk).
+        reader = getattr(self, "_reader", None)
+        declared = getattr(reader, "_bytes_in_chunk", 0) if isinstance(reader, ChunkedReader) else 0
+        if declared > self.limits.max_body_bytes:
+            raise RequestRefused(
+                f"a chunk of the body declares {declared:,} bytes, more than the largest body this server "
+                f"accepts ({self.limits.max_body_bytes:,} bytes: MTSERVE_MAX_BODY_BYTES, or MTSERVE_FILES_MAX_MB "
+                "for documents)", error_status_hint=413)
+
+    def _explained(self, exc: h11.RemoteProtocolError, reading_head: bool) -> h11.RemoteProtocolError:
+        """h11's "Receive buffer too long" (an incomplete event over its bound), said as which bound."""
+        if isinstance(exc, RequestRefused) or exc.error_status_hint != 431:
+            return exc
+        if not reading_head:
+            return RequestRefused(
+                f"a chunk-size line or trailer of the body is over {self._max_incomplete_event_size:,} bytes",
+                error_status_hint=400)
+        pending = self.trailing_data[0]
+        first_line_end = pending.find(b"\n")
+        if first_line_end < 0 or first_line_end > self.limits.max_request_line_bytes:
+            return _line_too_long(self.limits)
+        if pending.count(b"\n") - 1 > self.limits.max_headers:
+            return _too_many_headers(self.limits)
+        return _headers_too_big(self.limits)
+
+
+def _line_too_long(limits: ConnectionLimits) -> RequestRefused:
+    return RequestRefused(
+        f"the request line (method and URL) is over {limits.max_request_line_bytes:,} bytes "
+        "(MTSERVE_MAX_REQUEST_LINE_BYTES): send long text in a POST body, not in the URL", error_status_hint=414)
+
+
+def _too_many_headers(limits: ConnectionLimits) -> RequestRefused:
+    return RequestRefused(f"the request has more than {limits.max_headers} headers (MTSERVE_MAX_HEADERS)",
+                          error_status_hint=431)
+
+
+def _headers_too_big(limits: ConnectionLimits) -> RequestRefused:
+    return RequestRefused(
+        f"the request's headers are over {limits.max_header_bytes:,} bytes together "
+        "(MTSERVE_MAX_HEADER_BYTES); send fewer or shorter headers", error_status_hint=431)
+
+
+def json_answer(status: int, message: str) -> bytes:
+    """A whole HTTP/1.1 response that carries ``{"error": message}`` and closes the connection."""
+    body = json.dumps({"error": message}, ensure_ascii=False).encode("utf-8")
+    head = (f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    return head.encode("latin-1") + body
+
+
+class HardenedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, held to ``limits`` (``hardened_protocol`` makes the class for a server)."""
+
+    limits: ConnectionLimits
+
+    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.conn = GuardedConnection(self.limits)
+        self._lingering = False
+        self._linger_timer: asyncio.TimerHandle | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # answered already: what the client still sends is dropped
+        super().data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+        super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(INVALID_HTTP)).encode()),
-                   (b"connection", b"close")]
-        self.transport.write(self.conn.send(h11.Response(status_code=400, headers=headers, reason=b"Bad Request")))
-        self.transport.write(self.conn.send(h11.Data(data=INVALID_HTTP)))
-        self.transport.write(self.conn.send(h11.EndOfMessage()))
-        self.transport.close()
+        """uvicorn's answer to a request h11 refused; here the refusal's own status and JSON message."""
+        refusal = self.conn.refusal
+        if isinstance(refusal, RequestRefused):
+            self._refuse(refusal.error_status_hint, str(refusal))
+        else:
+            self._refuse(400, INVALID_HTTP)
+
+    def on_response_complete(self) -> None:
+        body_unread = self.conn.their_state is h11.SEND_BODY
+        super().on_response_complete()
+        if body_unread:  # answered before its body was read (a 413): the rest is not read
+            self._close_gently()
+
+    def _should_upgrade(self) -> bool:
+        return False  # the API has no WebSocket routes: an Upgrade header is ignored, not logged
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer ``status`` with a JSON error and close: the request is read no further."""
+        if self.transport.is_closing():
+            return
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # the app's work on the request stops, as when a client hangs up
+            cycle.message_event.set()
+            if cycle.response_started:  # its answer is under way and cannot be replaced
+                self.transport.abort()
+                return
+        self.transport.write(json_answer(status, message))
+        self._close_gently()
+
+    def _close_gently(self) -> None:
+        """Half-close, drop what the client still sends for LINGER_S, then close."""
+        if self._lingering or self.transport.is_closing():
+            return
+        self._lingering = True
+        self._unset_keepalive_if_required()
+        if self.cycle is not None:
+            self.cycle.disconnected = True  # nothing more is written on this connection
+            self.cycle.waiting_for_100_continue = False
+        self.flow.resume_reading()
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self.transport.write_eof()
+        self._linger_timer = self.loop.call_later(LINGER_S, self.transport.close)
+
+    def shutdown(self) -> None:
+        if self.transport.is_closing() or self._lingering:
+            self.transport.close()
+            return
+        super().shutdown()
+
+
+def hardened_protocol(limits: ConnectionLimits) -> type[HardenedH11Protocol]:
+    """The protocol class for one server: uvicorn builds each connection's instance from a class."""
+    return type("HardenedH11Protocol", (HardenedH11Protocol,), {"limits": limits})

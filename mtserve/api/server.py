@@ -12,7 +12,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from mtserve.api.protocol import JSONErrorsH11Protocol
+from mtserve.api.files import upload_limit_bytes
+from mtserve.api.protocol import ConnectionLimits, hardened_protocol
 from mtserve.settings import Settings
 
 
@@ -23,9 +24,11 @@ def server_config(app: FastAPI, settings: Settings, **overrides: Any) -> uvicorn
     The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
     and httptools) must not change the server that the tests and benchmarks measured.
     """
+    largest_body = max(settings.max_body_bytes, upload_limit_bytes(settings))
+    protocol = hardened_protocol(ConnectionLimits.from_settings(settings, largest_body))
     trusted = settings.forwarded_allow_ips.strip()
     options: dict[str, Any] = dict(
-        host=settings.host, port=settings.port, log_config=None, loop="asyncio", http=JSONErrorsH11Protocol,
+        host=settings.host, port=settings.port, log_config=None, loop="asyncio", http=protocol,
         timeout_graceful_shutdown=settings.shutdown_grace_s,
         # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise (FORWARDED_ALLOW_IPS):
         # any local client could then choose the address its rate limit is counted by.
