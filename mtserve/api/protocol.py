@@ -7,17 +7,28 @@ uvicorn's h11 protocol trusts its peer further than a server on a network can:
   and it believes a chunk size of 20 hex digits, then waits for that much data.
 - After answering a request before its body was read (a 413), it read and dropped the rest of the
   body and kept the connection for the next request.
+- Connections are not bounded in number (uvicorn's limit_concurrency answers *requests* with 503
+  past its count, and keeps every connection), and its only timer, keep-alive, starts after a
+  response: a connection that never sends a request, or sends its head a byte at a time, or stops
+  half-way through its body, is held as long as the client likes. Enough of them run the process
+  out of file descriptors, and asyncio's accept() then fails, logs and retries in a loop.
 
 Here each bound holds however the bytes arrive (``ConnectionLimits``, from the settings), and the
 parser's own answer to a request it cannot read is JSON ``{"error": ...}`` that says what to fix,
-as every other error of the API.
+as every other error of the API. Past ``max_connections`` a new connection closes the one that has
+waited longest for a request (an idle or a trickling client), so new clients, /health's probes
+among them, are served while a flood of idle sockets lasts; only when every connection is busy
+with a request is the new one refused at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import http
 import json
+import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +38,10 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+from mtserve.service.metrics import Metrics
 from mtserve.settings import Settings
+
+log = logging.getLogger("mtserve.connections")
 
 INVALID_HTTP = (
     "invalid HTTP request: its request line or a header could not be parsed. A URL is ASCII: "
@@ -37,20 +51,25 @@ INVALID_HTTP = (
 # read and dropped this long before the connection closes: closing with those bytes unread would make
 # the kernel reset the connection, which can destroy the answer before the client has read it.
 LINGER_S = 2.0
+LOG_EVERY_S = 10.0  # connections closed by the server are logged as counts, at most this often
 
 
 @dataclass(frozen=True)
 class ConnectionLimits:
-    """The bounds one connection is held to; see the settings of the same names."""
+    """The bounds one server's connections are held to; see the settings of the same names."""
 
+    max_connections: int
+    header_timeout_s: float
+    body_timeout_s: float
     max_request_line_bytes: int
     max_header_bytes: int
     max_headers: int
     max_body_bytes: int  # the largest body any route accepts: a chunk declared larger is refused at once
 
     @classmethod
-    def from_settings(cls, settings: Settings, max_body_bytes: int) -> "ConnectionLimits":
-        return cls(max_request_line_bytes=settings.max_request_line_bytes,
+    def from_settings(cls, settings: Settings, max_connections: int, max_body_bytes: int) -> "ConnectionLimits":
+        return cls(max_connections=max_connections, header_timeout_s=settings.header_timeout_s,
+                   body_timeout_s=settings.body_timeout_s, max_request_line_bytes=settings.max_request_line_bytes,
                    max_header_bytes=settings.max_header_bytes, max_headers=settings.max_headers,
                    max_body_bytes=max_body_bytes)
 
@@ -146,27 +165,94 @@ def json_answer(status: int, message: str) -> bytes:
     return head.encode("latin-1") + body
 
 
-class HardenedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, held to ``limits`` (``hardened_protocol`` makes the class for a server)."""
+class ConnectionBoard:
+    """What one server's connections share: their limits, those waiting for a request (the one that
+    has waited longest first), and the count of those the server closed, logged now and then."""
 
-    limits: ConnectionLimits
+    def __init__(self, limits: ConnectionLimits, metrics: Metrics | None = None):
+        self.limits = limits
+        self.metrics = metrics
+        self.waiting: dict[HardenedH11Protocol, None] = {}
+        self._unlogged: collections.Counter[str] = collections.Counter()
+        self._logged_at = -LOG_EVERY_S
+
+    def make_room(self, open_now: int) -> bool:
+        """Whether a new connection may stay: within the bound, or once the connection that has waited
+        longest for a request is closed for it."""
+        if open_now <= self.limits.max_connections:
+            return True
+        oldest = next(iter(self.waiting), None)
+        self.closed("over_limit")
+        if oldest is None:
+            return False
+        oldest.evict()
+        return True
+
+    def closed(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.connections_closed.labels(reason=reason).inc()
+        if reason == "idle":
+            return  # a kept-alive connection's ordinary end
+        self._unlogged[reason] += 1
+        now = time.monotonic()
+        if now - self._logged_at >= LOG_EVERY_S:
+            counts = dict(self._unlogged)
+            log.warning("connections closed by the server: %s", ", ".join(f"{k} {v}" for k, v in counts.items()),
+                        extra={"event": "connections_closed", **counts,
+                               "max_connections": self.limits.max_connections})
+            self._unlogged.clear()
+            self._logged_at = now
+
+    def open_now(self, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.connections_open.set(count)
+
+
+class HardenedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, held to its board's limits (``hardened_protocol`` makes the class for a
+    server). The keep-alive timer, which uvicorn starts after each response, also runs from the
+    moment a connection is made: it is the idle timeout (idle_timeout_s)."""
+
+    board: ConnectionBoard
 
     def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(config, server_state, app_state, _loop)
+        self.limits = self.board.limits
         self.conn = GuardedConnection(self.limits)
         self._lingering = False
         self._linger_timer: asyncio.TimerHandle | None = None
+        self._read_timer: asyncio.TimerHandle | None = None  # the head's, or the body's
+        self._head_started = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.board.open_now(len(self.connections))
+        if not self.board.make_room(len(self.connections)):
+            transport.write(json_answer(503, (
+                f"the server has its most connections open ({self.limits.max_connections}: "
+                "MTSERVE_MAX_CONNECTIONS), all busy with requests; retry shortly")))
+            transport.close()
+            return
+        self.board.waiting[self] = None
+        self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:
             return  # answered already: what the client still sends is dropped
+        if not self._head_started and self.conn.their_state is h11.IDLE:
+            self._head_started = True  # the head's deadline counts from its first byte
+            self._set_read_timer(self.limits.header_timeout_s, self._head_timed_out)
         super().data_received(data)
+        self._follow_request()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._linger_timer is not None:
-            self._linger_timer.cancel()
+        for timer in (self._linger_timer, self._read_timer):
+            if timer is not None:
+                timer.cancel()
+        self.board.waiting.pop(self, None)
         super().connection_lost(exc)
+        self.board.open_now(len(self.connections))
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a request h11 refused; here the refusal's own status and JSON message."""
@@ -181,14 +267,70 @@ class HardenedH11Protocol(H11Protocol):
         super().on_response_complete()
         if body_unread:  # answered before its body was read (a 413): the rest is not read
             self._close_gently()
+            return
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            self._follow_request()  # closing, or a pipelined request has begun
+            return
+        self.board.waiting[self] = None  # waits for its next request: the newest in line
+        self._head_started = bool(self.conn.trailing_data[0])
+        if self._head_started:
+            self._set_read_timer(self.limits.header_timeout_s, self._head_timed_out)
+
+    def timeout_keep_alive_handler(self) -> None:
+        if not self.transport.is_closing():
+            self.board.closed("idle")
+        super().timeout_keep_alive_handler()
+
+    def evict(self) -> None:
+        """Close a connection that waits for a request, to make room for a new one."""
+        self.board.waiting.pop(self, None)
+        self.transport.abort()
+
+    def _follow_request(self) -> None:
+        """After bytes arrive: once the head is complete the connection no longer waits; a body gets
+        its own deadline, renewed by each piece; a request being answered has none."""
+        if self._lingering or self.transport.is_closing() or self.conn.their_state is h11.IDLE:
+            return
+        self._head_started = False
+        self.board.waiting.pop(self, None)
+        if self.conn.their_state is h11.SEND_BODY:
+            self._set_read_timer(self.limits.body_timeout_s, self._body_timed_out)
+        elif self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _set_read_timer(self, delay_s: float, callback: Any) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+        self._read_timer = self.loop.call_later(delay_s, callback)
+
+    def _head_timed_out(self) -> None:
+        self._read_timer = None
+        if self.conn.their_state is h11.IDLE:
+            self._refuse(408, f"the request's line and headers did not arrive within "
+                              f"{self.limits.header_timeout_s:g} s of their first byte (MTSERVE_HEADER_TIMEOUT_S)",
+                         reason="header_timeout")
+
+    def _body_timed_out(self) -> None:
+        self._read_timer = None
+        if self.conn.their_state is not h11.SEND_BODY:
+            return
+        if self.flow.read_paused or (self.cycle is not None and self.cycle.waiting_for_100_continue):
+            # the server is not reading (the app has yet to take what came), or the client waits for
+            # the server's 100 Continue: the pause is not the client's
+            self._set_read_timer(self.limits.body_timeout_s, self._body_timed_out)
+            return
+        self._refuse(408, f"the request body stopped arriving: nothing came for {self.limits.body_timeout_s:g} s "
+                          "(MTSERVE_BODY_TIMEOUT_S)", reason="body_timeout")
 
     def _should_upgrade(self) -> bool:
         return False  # the API has no WebSocket routes: an Upgrade header is ignored, not logged
 
-    def _refuse(self, status: int, message: str) -> None:
+    def _refuse(self, status: int, message: str, reason: str = "refused") -> None:
         """Answer ``status`` with a JSON error and close: the request is read no further."""
         if self.transport.is_closing():
             return
+        self.board.closed(reason)
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True  # the app's work on the request stops, as when a client hangs up
@@ -205,6 +347,10 @@ class HardenedH11Protocol(H11Protocol):
             return
         self._lingering = True
         self._unset_keepalive_if_required()
+        self.board.waiting.pop(self, None)
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
         if self.cycle is not None:
             self.cycle.disconnected = True  # nothing more is written on this connection
             self.cycle.waiting_for_100_continue = False
@@ -222,6 +368,6 @@ class HardenedH11Protocol(H11Protocol):
         super().shutdown()
 
 
-def hardened_protocol(limits: ConnectionLimits) -> type[HardenedH11Protocol]:
+def hardened_protocol(board: ConnectionBoard) -> type[HardenedH11Protocol]:
     """The protocol class for one server: uvicorn builds each connection's instance from a class."""
-    return type("HardenedH11Protocol", (HardenedH11Protocol,), {"limits": limits})
+    return type("HardenedH11Protocol", (HardenedH11Protocol,), {"board": board})
