@@ -59,6 +59,17 @@ class Settings(BaseSettings):
         15.0, gt=0, description="Longest pause in a request body while the server is reading it; past it "
         "408, and the connection is closed.",
     )
+    write_timeout_s: float = Field(
+        10.0, gt=0, description="A client that stops reading a response (a stream, a download): once its unread "
+        "output fills the socket buffers, a send that waits this long closes the connection, and the request's "
+        "work (a stream's engine segments) is cancelled, as when a client hangs up.",
+    )
+    send_buffer_bytes: int = Field(
+        262_144, ge=0, description="Socket send buffer of each connection (SO_SNDBUF; the kernel doubles it). "
+        "Bounds the kernel memory a client that stops reading can pin (Linux grows it to 4 MiB on its own) and "
+        "how much unread output it takes before write_timeout_s counts; 512 KiB in flight still carries 5 MB/s "
+        "at 100 ms round trip. 0 = the kernel's own sizing.",
+    )
     forwarded_allow_ips: str = Field(
         "", description="Proxies trusted to say who the client is: comma-separated addresses or networks "
         "(10.0.0.5, 10.0.0.0/8; '*' any) whose X-Forwarded-For and X-Forwarded-Proto are believed. Empty: "

@@ -7,6 +7,8 @@ uvicorn's h11 protocol trusts its peer further than a server on a network can:
   and it believes a chunk size of 20 hex digits, then waits for that much data.
 - After answering a request before its body was read (a 413), it read and dropped the rest of the
   body and kept the connection for the next request.
+- A client that stops reading a response is never noticed: its stream waits on a send for as long
+  as the client likes, holding its engine work.
 - Connections are not bounded in number (uvicorn's limit_concurrency answers *requests* with 503
   past its count, and keeps every connection), and its only timer, keep-alive, starts after a
   response: a connection that never sends a request, or sends its head a byte at a time, or stops
@@ -28,6 +30,7 @@ import collections
 import http
 import json
 import logging
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +64,8 @@ class ConnectionLimits:
     max_connections: int
     header_timeout_s: float
     body_timeout_s: float
+    write_timeout_s: float
+    send_buffer_bytes: int
     max_request_line_bytes: int
     max_header_bytes: int
     max_headers: int
@@ -69,7 +74,8 @@ class ConnectionLimits:
     @classmethod
     def from_settings(cls, settings: Settings, max_connections: int, max_body_bytes: int) -> "ConnectionLimits":
         return cls(max_connections=max_connections, header_timeout_s=settings.header_timeout_s,
-                   body_timeout_s=settings.body_timeout_s, max_request_line_bytes=settings.max_request_line_bytes,
+                   body_timeout_s=settings.body_timeout_s, write_timeout_s=settings.write_timeout_s,
+                   send_buffer_bytes=settings.send_buffer_bytes, max_request_line_bytes=settings.max_request_line_bytes,
                    max_header_bytes=settings.max_header_bytes, max_headers=settings.max_headers,
                    max_body_bytes=max_body_bytes)
 
@@ -223,10 +229,17 @@ class HardenedH11Protocol(H11Protocol):
         self._lingering = False
         self._linger_timer: asyncio.TimerHandle | None = None
         self._read_timer: asyncio.TimerHandle | None = None  # the head's, or the body's
+        self._write_timer: asyncio.TimerHandle | None = None
         self._head_started = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        if self.limits.send_buffer_bytes and sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
+            except OSError:
+                pass
         self.board.open_now(len(self.connections))
         if not self.board.make_room(len(self.connections)):
             transport.write(json_answer(503, (
@@ -247,7 +260,7 @@ class HardenedH11Protocol(H11Protocol):
         self._follow_request()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self._linger_timer, self._read_timer):
+        for timer in (self._linger_timer, self._read_timer, self._write_timer):
             if timer is not None:
                 timer.cancel()
         self.board.waiting.pop(self, None)
@@ -275,6 +288,26 @@ class HardenedH11Protocol(H11Protocol):
         self._head_started = bool(self.conn.trailing_data[0])
         if self._head_started:
             self._set_read_timer(self.limits.header_timeout_s, self._head_timed_out)
+
+    def pause_writing(self) -> None:
+        """The socket's buffers are full: the client is not reading. From now, write_timeout_s runs."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.limits.write_timeout_s, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        """The client took nothing for write_timeout_s: drop the connection, which the app sees as a
+        hang-up (its stream ends, and the stream's engine work is cancelled)."""
+        self._write_timer = None
+        if self.flow.write_paused:
+            self.board.closed("write_stall")
+            self.transport.abort()
 
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():
