@@ -115,6 +115,13 @@ def serve(engine: Engine, **settings) -> Iterator[str]:
 
     ``settings`` are Settings fields; without ``home`` the server gets a temporary one.
     """
+    with running_server(engine, **settings) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def running_server(engine: Engine, **settings) -> Iterator[tuple[str, uvicorn.Server]]:
+    """``serve``, yielding the uvicorn server too: ``server.should_exit = True`` is what SIGTERM does."""
     with contextlib.ExitStack() as stack:
         if "home" not in settings:
             settings["home"] = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtserve-home-")))
@@ -131,7 +138,7 @@ def serve(engine: Engine, **settings) -> Iterator[str]:
                     break
             time.sleep(0.05)
         try:
-            yield url
+            yield url, server
         finally:
             server.should_exit = True
             thread.join(timeout=10)

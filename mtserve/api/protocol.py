@@ -55,6 +55,9 @@ INVALID_HTTP = (
 # the kernel reset the connection, which can destroy the answer before the client has read it.
 LINGER_S = 2.0
 LOG_EVERY_S = 10.0  # connections closed by the server are logged as counts, at most this often
+# A translation stream still open this long before the shutdown grace period ends is ended by the app,
+# with an event that says why, before uvicorn cancels what is left (which would end it without a word).
+STREAM_CUT_MARGIN_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -171,13 +174,45 @@ def json_answer(status: int, message: str) -> bytes:
     return head.encode("latin-1") + body
 
 
+class ServerClosing:
+    """The server's shutdown as the app's streams see it: ``begun()`` resolves when it starts,
+    ``cut()`` when the grace period is nearly over. Set by the protocol: uvicorn tells each
+    connection when it shuts down, and nothing else tells the app before the grace period ends."""
+
+    def __init__(self, grace_s: float):
+        self.grace_s = grace_s
+        self._begun: asyncio.Future[None] | None = None
+        self._cut: asyncio.Future[None] | None = None
+
+    def begun(self) -> asyncio.Future[None]:
+        if self._begun is None:
+            self._begun = asyncio.get_running_loop().create_future()
+        return self._begun
+
+    def cut(self) -> asyncio.Future[None]:
+        if self._cut is None:
+            self._cut = asyncio.get_running_loop().create_future()
+        return self._cut
+
+    def begin(self) -> None:
+        begun = self.begun()
+        if begun.done():
+            return
+        begun.set_result(None)
+        cut = self.cut()
+        asyncio.get_running_loop().call_later(max(0.0, self.grace_s - STREAM_CUT_MARGIN_S),
+                                              lambda: cut.done() or cut.set_result(None))
+
+
 class ConnectionBoard:
     """What one server's connections share: their limits, those waiting for a request (the one that
     has waited longest first), and the count of those the server closed, logged now and then."""
 
-    def __init__(self, limits: ConnectionLimits, metrics: Metrics | None = None):
+    def __init__(self, limits: ConnectionLimits, metrics: Metrics | None = None,
+                 closing: ServerClosing | None = None):
         self.limits = limits
         self.metrics = metrics
+        self.closing = closing
         self.waiting: dict[HardenedH11Protocol, None] = {}
         self._unlogged: collections.Counter[str] = collections.Counter()
         self._logged_at = -LOG_EVERY_S
@@ -395,6 +430,8 @@ class HardenedH11Protocol(H11Protocol):
         self._linger_timer = self.loop.call_later(LINGER_S, self.transport.close)
 
     def shutdown(self) -> None:
+        if self.board.closing is not None:
+            self.board.closing.begin()
         if self.transport.is_closing() or self._lingering:
             self.transport.close()
             return

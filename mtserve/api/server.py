@@ -34,7 +34,7 @@ def server_config(app: FastAPI, settings: Settings, **overrides: Any) -> uvicorn
     """
     largest_body = max(settings.max_body_bytes, upload_limit_bytes(settings))
     limits = ConnectionLimits.from_settings(settings, connection_bound(settings.max_connections), largest_body)
-    protocol = hardened_protocol(ConnectionBoard(limits, app.state.runtime.metrics))
+    protocol = hardened_protocol(ConnectionBoard(limits, app.state.runtime.metrics, app.state.closing))
     trusted = settings.forwarded_allow_ips.strip()
     options: dict[str, Any] = dict(
         host=settings.host, port=settings.port, log_config=None, loop="asyncio", http=protocol,
