@@ -959,16 +959,18 @@ class TranslationService:
                     continue
                 while not future.done():
                     getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait(
-                        {getter, future}, timeout=max(0.0, ticket.remaining_s),
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
+                    try:
+                        done, _ = await asyncio.wait(
+                            {getter, future}, timeout=max(0.0, ticket.remaining_s),
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                    finally:  # also when the stream is cancelled here: a getter left waiting is a leaked task
+                        if not getter.done():
+                            getter.cancel()
                     if getter in done:
                         piece = live(getter.result())
                         if piece:
                             yield StreamEvent("delta", {"text": piece})
-                    else:
-                        getter.cancel()
                     if not done:
                         break
                 outcome = await ticket.wait_one(future)
