@@ -749,14 +749,13 @@ async def open_stream(request: Request, events: AsyncIterator[StreamEvent], char
                       usage: Usage) -> StreamEvent | None:
     """Start a service stream for the request: usage recorded, quota charged, and its first event
     pulled now, so an unsupported language, a glossary that does not fit or a full queue is a
-    status before the 200 goes out. None when the stream is empty."""
+    status before the 200 goes out. None when the stream is empty. A client that hangs up while
+    the first event waits (behind other work) cancels the stream then, as it would later."""
     request.state.usage = usage
     request.state.chars_in = chars_in
     charge(request, chars_in)
     try:
-        return await events.__anext__()
-    except StopAsyncIteration:
-        return None
+        return await until_disconnect(request, anext(events, None))
     except BaseException:
         refund(request, chars_in)
         await events.aclose()

@@ -56,3 +56,33 @@ def test_a_stream_whose_client_stops_reading_is_cancelled_and_frees_its_work(fam
     assert admitted == 0, "the stalled stream still holds its ticket"
     assert calls < len(FAST) + len(SLOW), "the stalled stream's work was not given back"
     assert after.status_code == 200
+
+
+def test_a_stream_whose_client_hangs_up_before_its_first_event_gives_its_work_back():
+    """Its first event waits behind another request; the 200 has not gone out yet, and the hang-up
+    must still cancel it, not leave it queued until the engine gets to it."""
+    engine = FakeEngine(slots=1, delay_s=0.1, delays={"忙。": 3.0})
+    with serve(engine) as url:
+        port = int(url.rsplit(":", 1)[1])
+        busy = socket.create_connection(("127.0.0.1", port))
+        body = json.dumps({"q": "忙。", "source": "zh", "target": "en"}, ensure_ascii=False).encode()
+        busy.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        deadline = time.monotonic() + WAIT_S
+        while not engine.calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+        body = json.dumps({"q": "走了。", "source": "zh", "target": "en"}, ensure_ascii=False).encode()
+        with socket.create_connection(("127.0.0.1", port)) as gone:
+            gone.sendall(b"POST /translate/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            while httpx.get(f"{url}/health", timeout=5).json()["queue"]["admitted"] < 2 \
+                    and time.monotonic() < deadline:
+                time.sleep(0.02)
+        while httpx.get(f"{url}/health", timeout=5).json()["queue"]["admitted"] > 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        busy_still_running = engine.in_flight == 1
+        busy.recv(65536)  # its answer: the engine is free again
+        time.sleep(0.5)  # room for a queued segment to reach it, had it stayed queued
+        busy.close()
+    assert busy_still_running, "the stream was let go only once the request before it had finished"
+    assert [call.text for call in engine.calls] == ["忙。"]
