@@ -214,6 +214,7 @@ class ConnectionBoard:
         self.metrics = metrics
         self.closing = closing
         self.waiting: dict[HardenedH11Protocol, None] = {}
+        self.lingering: dict[HardenedH11Protocol, None] = {}  # answered, and about to close: first to go
         self._unlogged: collections.Counter[str] = collections.Counter()
         self._logged_at = -LOG_EVERY_S
 
@@ -222,7 +223,7 @@ class ConnectionBoard:
         longest for a request is closed for it."""
         if open_now <= self.limits.max_connections:
             return True
-        oldest = next(iter(self.waiting), None)
+        oldest = next(iter(self.lingering), None) or next(iter(self.waiting), None)
         self.closed("over_limit")
         if oldest is None:
             return False
@@ -299,6 +300,7 @@ class HardenedH11Protocol(H11Protocol):
             if timer is not None:
                 timer.cancel()
         self.board.waiting.pop(self, None)
+        self.board.lingering.pop(self, None)
         super().connection_lost(exc)
         self.board.open_now(len(self.connections))
 
@@ -350,8 +352,9 @@ class HardenedH11Protocol(H11Protocol):
         super().timeout_keep_alive_handler()
 
     def evict(self) -> None:
-        """Close a connection that waits for a request, to make room for a new one."""
+        """Close a connection that waits for a request, or has been answered, to make room for a new one."""
         self.board.waiting.pop(self, None)
+        self.board.lingering.pop(self, None)
         self.transport.abort()
 
     def _follow_request(self) -> None:
@@ -416,6 +419,7 @@ class HardenedH11Protocol(H11Protocol):
         self._lingering = True
         self._unset_keepalive_if_required()
         self.board.waiting.pop(self, None)
+        self.board.lingering[self] = None
         if self._read_timer is not None:
             self._read_timer.cancel()
             self._read_timer = None
@@ -427,7 +431,14 @@ class HardenedH11Protocol(H11Protocol):
             self.transport.close()
             return
         self.transport.write_eof()
-        self._linger_timer = self.loop.call_later(LINGER_S, self.transport.close)
+        self._linger_timer = self.loop.call_later(LINGER_S, self._end_linger)
+
+    def _end_linger(self) -> None:
+        # an answer still unsent by now is not being read: close() would wait for it for ever
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()
+        else:
+            self.transport.close()
 
     def shutdown(self) -> None:
         if self.board.closing is not None:

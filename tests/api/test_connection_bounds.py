@@ -174,3 +174,18 @@ def test_the_open_files_limit_is_raised_to_fit_the_bound_or_else_the_bound_is_lo
     assert connection_bound(1000) == 1000 and limit["soft"] == 1000 + FD_RESERVE
     limit.update(soft=1024, hard=1024)
     assert connection_bound(5000) == 1024 - FD_RESERVE
+
+
+def test_connections_answered_and_closing_make_room_first():
+    """A connection the server has refused lingers a moment to read what its client still sends;
+    at the bound, those go before anyone is refused."""
+    with serve(FakeEngine(), max_connections=5) as url:
+        answered = [connect(url) for _ in range(5)]
+        for sock in answered:
+            sock.sendall(b"GET /languages HTTP/1.1\r\nno colon in this header\r\n\r\n")
+        for sock in answered:
+            assert sock.recv(65536).startswith(b"HTTP/1.1 400")  # answered; the server lingers on it
+        status = httpx.get(url + "/health/live", timeout=5).status_code
+        for sock in answered:
+            sock.close()
+    assert status == 200
