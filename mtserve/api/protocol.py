@@ -166,6 +166,20 @@ def _headers_too_big(limits: ConnectionLimits) -> RequestRefused:
         "(MTSERVE_MAX_HEADER_BYTES); send fewer or shorter headers", error_status_hint=431)
 
 
+class WithoutInvalidRequestLines(logging.Filter):
+    """Drops uvicorn's line per request head h11 refuses: a flood of bad heads would be a line each.
+    The protocol counts them (mtserve_connections_closed_total{reason="refused"}) and logs the counts."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "Invalid HTTP request received."
+
+
+def quiet_uvicorn_parser_log() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, WithoutInvalidRequestLines) for f in logger.filters):
+        logger.addFilter(WithoutInvalidRequestLines())
+
+
 def json_answer(status: int, message: str) -> bytes:
     """A whole HTTP/1.1 response that carries ``{"error": message}`` and closes the connection."""
     body = json.dumps({"error": message}, ensure_ascii=False).encode("utf-8")

@@ -15,7 +15,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from mtserve.api.files import upload_limit_bytes
-from mtserve.api.protocol import ConnectionBoard, ConnectionLimits, hardened_protocol
+from mtserve.api.protocol import ConnectionBoard, ConnectionLimits, hardened_protocol, quiet_uvicorn_parser_log
 from mtserve.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ def server_config(app: FastAPI, settings: Settings, **overrides: Any) -> uvicorn
     The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
     and httptools) must not change the server that the tests and benchmarks measured.
     """
+    quiet_uvicorn_parser_log()
     largest_body = max(settings.max_body_bytes, upload_limit_bytes(settings))
     limits = ConnectionLimits.from_settings(settings, connection_bound(settings.max_connections), largest_body)
     protocol = hardened_protocol(ConnectionBoard(limits, app.state.runtime.metrics, app.state.closing))

@@ -8,6 +8,7 @@ mtserve's protocol; each gets a JSON error that names its setting, and the conne
 from __future__ import annotations
 
 import json
+import logging
 import select
 import socket
 import time
@@ -125,3 +126,27 @@ def test_after_a_413_on_a_chunked_body_the_connection_is_closed(url):
                 answer += data
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert closed, "the server kept reading a body it had refused"
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_flood_of_bad_request_heads_is_counted_not_logged_one_line_each(url):
+    records = Records()
+    loggers = [logging.getLogger(name) for name in ("uvicorn.error", "mtserve.connections")]
+    for logger in loggers:
+        logger.addHandler(records)
+    try:
+        for _ in range(30):
+            answer, _ = exchange(url, b"GET /languages HTTP/1.1\r\nno colon in this header\r\n\r\n", wait_s=5)
+            assert answer.startswith(b"HTTP/1.1 400")
+    finally:
+        for logger in loggers:
+            logger.removeHandler(records)
+    assert len(records.records) <= 2, [r.getMessage() for r in records.records]
