@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
-from h11._readers import ChunkedReader
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
@@ -123,9 +122,9 @@ class GuardedConnection(h11.Connection):
             raise _headers_too_big(limits)
 
     def _check_chunk(self) -> None:
-        # h11 keeps the size of the chunk being read to itself (h11 0.16: _reader._bytes_in_chunk).
-        reader = getattr(self, "_reader", None)
-        declared = getattr(reader, "_bytes_in_chunk", 0) if isinstance(reader, ChunkedReader) else 0
+        # h11 keeps the size of the chunk being read to itself (h11 0.16: its ChunkedReader's
+        # _bytes_in_chunk); tests/api/test_request_heads.py fails if a new h11 hides it elsewhere.
+        declared = getattr(getattr(self, "_reader", None), "_bytes_in_chunk", 0)
         if declared > self.limits.max_body_bytes:
             raise RequestRefused(
                 f"a chunk of the body declares {declared:,} bytes, more than the largest body this server "
