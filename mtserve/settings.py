@@ -36,6 +36,46 @@ class Settings(BaseSettings):
     # --- network -----------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address the HTTP server binds to.")
     port: int = Field(8000, description="Port the HTTP server listens on.")
+    # Measured on a 2-core machine with benchmarks/connection_flood.py: 8,000 idle connections
+    # cost 42 MB of RSS and left /health/live at 3 ms median, so idle ones are cheap; what a busy one may hold
+    # is not: a body of up to max_body_bytes read into memory, and a send buffer. 1,000 of those is a gigabyte
+    # at the default body limit, and 15 times the requests max_queue admits at once.
+    max_connections: int = Field(
+        1000, ge=1, description="Most HTTP connections open at once. Past it a new connection closes the one "
+        "that has waited longest for a request (idle, or sending its head slowly), or, when every one is "
+        "busy with a request, is itself closed at once with a 503. The soft limit on open files is raised "
+        "to fit it. 1,000: idle connections cost about 5 KB each, but each busy one may hold a body of up to "
+        "max_body_bytes in memory.",
+    )
+    idle_timeout_s: float = Field(
+        5.0, gt=0, description="A connection with no request under way (a new one, or a kept-alive one "
+        "between requests) that sends nothing for this long is closed.",
+    )
+    header_timeout_s: float = Field(
+        10.0, gt=0, description="A request's line and headers must arrive within this many seconds of their "
+        "first byte; past it 408, and the connection is closed.",
+    )
+    body_timeout_s: float = Field(
+        15.0, gt=0, description="Longest pause in a request body while the server is reading it; past it "
+        "408, and the connection is closed.",
+    )
+    write_timeout_s: float = Field(
+        10.0, gt=0, description="A client that stops reading a response (a stream, a download): once its unread "
+        "output fills the socket buffers, a send that waits this long closes the connection, and the request's "
+        "work (a stream's engine segments) is cancelled, as when a client hangs up.",
+    )
+    send_buffer_bytes: int = Field(
+        262_144, ge=0, description="Socket send buffer of each connection (SO_SNDBUF; the kernel doubles it). "
+        "Bounds the kernel memory a client that stops reading can pin (Linux grows it to 4 MiB on its own) and "
+        "how much unread output it takes before write_timeout_s counts; 512 KiB in flight still carries 5 MB/s "
+        "at 100 ms round trip. 0 = the kernel's own sizing.",
+    )
+    forwarded_allow_ips: str = Field(
+        "", description="Proxies trusted to say who the client is: comma-separated addresses or networks "
+        "(10.0.0.5, 10.0.0.0/8; '*' any) whose X-Forwarded-For and X-Forwarded-Proto are believed. Empty: "
+        "none, and a client's address (which the anonymous rate limit counts) is its connection's. Name "
+        "only your reverse proxy or load balancer, never an address clients connect from.",
+    )
 
     # --- model and engine --------------------------------------------------
     model: str = Field(
@@ -362,6 +402,19 @@ class Settings(BaseSettings):
     )
     max_body_bytes: int = Field(
         1_000_000, description="Largest request body accepted (bytes); larger gets 413."
+    )
+    # Apache's LimitRequestLine is 8 KiB and nginx's large header buffer 8 KiB; twice that leaves room for
+    # GET /translate/stream with q in the URL (about 1,800 CJK characters percent-encoded).
+    max_request_line_bytes: int = Field(
+        16_384, ge=64, description="Longest request line (method, URL, version) accepted; longer gets 414, "
+        "however the bytes arrive. Long text goes in a POST body."
+    )
+    max_header_bytes: int = Field(
+        16_384, ge=256, description="Most bytes of request headers together; more get 431, however the "
+        "bytes arrive."
+    )
+    max_headers: int = Field(
+        100, ge=8, description="Most request headers; more get 431 (Apache's LimitRequestFields is 100)."
     )
     json_max_depth: int = Field(
         32, ge=2, le=200, description="Deepest nesting of arrays and objects in a JSON body, or in a JSON "

@@ -26,7 +26,7 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from mtserve.api.app import create_app
-from mtserve.api.protocol import JSONErrorsH11Protocol
+from mtserve.api.server import server_config
 from mtserve.engines.base import Engine
 from mtserve.settings import Settings
 
@@ -115,13 +115,19 @@ def serve(engine: Engine, **settings) -> Iterator[str]:
 
     ``settings`` are Settings fields; without ``home`` the server gets a temporary one.
     """
+    with running_server(engine, **settings) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def running_server(engine: Engine, **settings) -> Iterator[tuple[str, uvicorn.Server]]:
+    """``serve``, yielding the uvicorn server too: ``server.should_exit = True`` is what SIGTERM does."""
     with contextlib.ExitStack() as stack:
         if "home" not in settings:
             settings["home"] = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtserve-home-")))
         port = free_port()
-        app = create_app(Settings(port=port, **settings), engine=engine)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
-                                               loop="asyncio", http=JSONErrorsH11Protocol, lifespan="on"))
+        chosen = Settings(host="127.0.0.1", port=port, **settings)
+        server = uvicorn.Server(server_config(create_app(chosen, engine=engine), chosen, lifespan="on"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         url = f"http://127.0.0.1:{port}"
@@ -132,7 +138,7 @@ def serve(engine: Engine, **settings) -> Iterator[str]:
                     break
             time.sleep(0.05)
         try:
-            yield url
+            yield url, server
         finally:
             server.should_exit = True
             thread.join(timeout=10)

@@ -22,6 +22,7 @@ from mtserve.api.files import router as files_router
 from mtserve.api.libretranslate import router as libretranslate_router
 from mtserve.api.openai import router as openai_router
 from mtserve.api.ops import router as ops_router
+from mtserve.api.protocol import ServerClosing
 from mtserve.api.schemas import DetectRequest, TranslateRequest
 from mtserve.api.tm import IMPORT_PATHS as TM_IMPORT_PATHS
 from mtserve.api.tm import router as tm_router
@@ -223,6 +224,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.state.runtime = runtime
     app.state.settings = settings
     app.state.jobs = jobs
+    app.state.closing = ServerClosing(settings.shutdown_grace_s)  # mtserve's protocol begins it
     install_error_handlers(app)
     app.include_router(libretranslate_router)
     app.include_router(ops_router)

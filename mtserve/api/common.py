@@ -35,9 +35,11 @@ import pydantic_core
 from fastapi import Request
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
+from sse_starlette.sse import EventSourceResponse
 from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
+from mtserve.api.protocol import ServerClosing
 from mtserve.documents.jobs import ALL_OWNERS, Job, JobStore
 from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
 from mtserve.service.request import Done, Guidance, StreamEvent, Translation, TranslationRequest, Usage
@@ -714,6 +716,51 @@ async def queue_document(request: Request, store: JobStore, filename: str, data:
 
 
 # --- streaming -------------------------------------------------------------------------------------
+STREAM_CUT = ("the server is shutting down and this stream ended before its translation was done; send the "
+              "request again (to another instance, or once the server is back)")
+SSE_PING_S = 15  # a comment line this often keeps proxies from closing a quiet stream
+
+
+class ShuttingDown(Exception):
+    """The server began to shut down before the stream's next event."""
+
+
+def closing_of(request: Request) -> ServerClosing:
+    return request.app.state.closing
+
+
+def event_stream(request: Request, content: AsyncIterator[Any]) -> EventSourceResponse:
+    """An SSE response that ends as mtserve decides when the server shuts down.
+
+    sse-starlette ends its streams the moment it sees the exit signal, with a clean end and no
+    event, so a client cannot tell a cut stream from a finished one. Here its own cut waits the
+    whole grace period, after the stream has ended itself with an event that says why.
+    """
+    settings: Settings = request.app.state.settings
+    return EventSourceResponse(content, ping=SSE_PING_S, shutdown_grace_period=settings.shutdown_grace_s)
+
+
+_END = object()
+
+
+async def next_before(items: AsyncIterator[T], moment: asyncio.Future[None]) -> T | None:
+    """The next of ``items`` (None at their end), or ShuttingDown if ``moment`` comes first; then the
+    step under way is cancelled (a translation stream's engine work with it) and waited for."""
+    if moment.done():
+        raise ShuttingDown()
+    step: asyncio.Future[Any] = asyncio.ensure_future(anext(items, _END))
+    try:
+        await asyncio.wait({step, moment}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not step.done():
+            step.cancel()
+            await asyncio.wait({step})
+    if step.cancelled():
+        raise ShuttingDown()
+    item = step.result()
+    return None if item is _END else item
+
+
 @dataclass
 class OpenStream:
     """A service stream whose first event is in: what a family's stream body relays."""
@@ -726,7 +773,9 @@ class OpenStream:
 async def open_stream(request: Request, translation: TranslationRequest) -> OpenStream:
     """Start a service stream for the request: the caller's key put on it, usage recorded, quota
     charged, and its first event pulled now, so an unsupported language, a glossary that does not
-    fit or a full queue is a status before the 200 goes out (``first`` None: the stream is empty)."""
+    fit or a full queue is a status before the 200 goes out (``first`` None: the stream is empty).
+    A client that hangs up while the first event waits (behind other work) cancels the stream then,
+    as it would later."""
     service = service_of(request)
     translation = replace(translation, key_id=key_id_of(request))
     usage = Usage()
@@ -735,9 +784,7 @@ async def open_stream(request: Request, translation: TranslationRequest) -> Open
     charge(request, translation.chars)
     events = service.stream(translation, usage)
     try:
-        return OpenStream(events, await events.__anext__(), usage)
-    except StopAsyncIteration:
-        return OpenStream(events, None, usage)
+        return OpenStream(events, await until_disconnect(request, anext(events, None)), usage)
     except BaseException:
         refund(request, translation.chars)
         await events.aclose()
@@ -747,7 +794,8 @@ async def open_stream(request: Request, translation: TranslationRequest) -> Open
 async def relay(request: Request, stream: OpenStream, render: Callable[[StreamEvent], Iterable[T]],
                 failed: Callable[[str], T]) -> AsyncIterator[T]:
     """A family's stream body: each service event rendered in the family's shape, the final text's
-    length recorded, and a mid-stream failure reported in-band (the status has been sent)."""
+    length recorded, and a mid-stream failure reported in-band (the status has been sent). A stream
+    the shutdown grace period is about to cut ends with ``failed(STREAM_CUT)``."""
     events = stream.events
     try:
         event = stream.first
@@ -756,7 +804,10 @@ async def relay(request: Request, stream: OpenStream, render: Callable[[StreamEv
                 request.state.chars_out = len(event.translation.text)
             for item in render(event):
                 yield item
-            event = await anext(events, None)
+            event = await next_before(events, closing_of(request).cut())
+    except ShuttingDown:
+        log.info("stream ended by the shutdown", extra={"event": "stream_cut"})
+        yield failed(STREAM_CUT)
     except Exception as exc:
         message = str(exc) or type(exc).__name__
         log.warning("stream failed", extra={"event": "stream_error", "error": message})

@@ -23,12 +23,16 @@ from sse_starlette.sse import EventSourceResponse
 from mtserve.api.common import (
     BadJson,
     KeyGate,
+    ShuttingDown,
     admit,
     authorize,
+    closing_of,
     decode_json,
+    event_stream,
     guidance_of,
     job_owner,
     json_max_depth,
+    next_before,
     queue_document,
     read_upload,
     request_key,
@@ -257,6 +261,10 @@ async def get_job(request: Request, job_id: str):
     return job_json(request, _job_or_404(request, job_id))
 
 
+JOB_EVENTS_CUT = ("the server is shutting down; the job is kept and will resume when the server is back: "
+                  "follow it again then (this URL, or GET /jobs/{id})")
+
+
 @router.get("/jobs/{job_id}/events", name="job_events", response_class=EventSourceResponse,
             responses=NOT_FOUND)
 async def job_events(request: Request, job_id: str):
@@ -266,11 +274,17 @@ async def job_events(request: Request, job_id: str):
     store = jobs_of(request)
 
     async def events():
-        async for current in store.watch(job):
-            kind = current.status.value if current.status.finished else "progress"
-            yield {"event": kind, "data": json.dumps(job_json(request, current), ensure_ascii=False)}
+        watching = store.watch(job)
+        try:  # a job outlives the server (it resumes after a restart), so its watchers are told at once
+            while (current := await next_before(watching, closing_of(request).begun())) is not None:
+                kind = current.status.value if current.status.finished else "progress"
+                yield {"event": kind, "data": json.dumps(job_json(request, current), ensure_ascii=False)}
+        except ShuttingDown:
+            yield {"event": "error", "data": json.dumps({"error": JOB_EVENTS_CUT}, ensure_ascii=False)}
+        finally:
+            await watching.aclose()
 
-    return EventSourceResponse(events(), ping=15)
+    return event_stream(request, events())
 
 
 @router.delete("/jobs/{job_id}", responses=NOT_FOUND)

@@ -27,6 +27,7 @@ from mtserve.api.common import (
     FORM_TYPES,
     admit,
     content_type_of,
+    event_stream,
     guidance_of,
     is_json,
     open_stream,
@@ -259,7 +260,7 @@ async def _stream(request: Request, fields: dict[str, Any]):
     def failed(message: str) -> dict[str, str]:
         return {"event": "error", "data": json.dumps({"error": message}, ensure_ascii=False)}
 
-    return EventSourceResponse(relay(request, stream, render, failed), ping=15)
+    return event_stream(request, relay(request, stream, render, failed))
 
 
 def sse(kind: str, data: Any) -> dict[str, str]:

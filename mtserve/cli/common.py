@@ -26,9 +26,11 @@ SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_s
                   # GPUs: the vllm engine, llama.cpp offload, the device of vllm and ctranslate2
                   "device", "gpu_layers", "gpu_memory_utilization", "max_num_seqs", "max_model_len",
                   "dtype", "quantization", "sampling")
-SERVER_FIELDS = ("host", "port", "char_limit", "batch_limit", "max_alternatives", "max_body_bytes",
-                 "json_max_depth", "api_keys", "require_api_key", "metrics_require_key", "anonymous_rpm",
-                 "rate_limit_callers", "cors_origins",
+SERVER_FIELDS = ("host", "port", "max_connections", "idle_timeout_s", "header_timeout_s", "body_timeout_s",
+                 "write_timeout_s", "send_buffer_bytes", "forwarded_allow_ips", "char_limit", "batch_limit",
+                 "max_alternatives", "max_body_bytes", "max_request_line_bytes", "max_header_bytes", "max_headers",
+                 "json_max_depth", "api_keys", "require_api_key", "metrics_require_key",
+                 "anonymous_rpm", "rate_limit_callers", "cors_origins",
                  "shutdown_grace_s", "glossaries_per_key", "glossary_bytes_per_key", "glossary_max_entries",
                  "glossary_request_entries",
                  # what API keys may store in the translation memory

@@ -33,7 +33,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mtserve.api.app import create_app
-    from mtserve.api.protocol import JSONErrorsH11Protocol
+    from mtserve.api.server import server_config
     from mtserve.engines.factory import EngineConfigError
     from mtserve.logs import configure_logging
     from mtserve.models.store import ModelStoreError
@@ -58,11 +58,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal so the
     # previous handler decides the exit; a drained shutdown is a success, so exit 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    # The event loop and HTTP parser are named, not "auto": installing an extra (Ray brings uvloop
-    # and httptools) must not change the server that the tests and benchmarks measured.
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, loop="asyncio",
-                            http=JSONErrorsH11Protocol, timeout_graceful_shutdown=settings.shutdown_grace_s)
-    uvicorn.Server(config).run(sockets=[listener])
+    uvicorn.Server(server_config(app, settings)).run(sockets=[listener])
     return 0
 
 

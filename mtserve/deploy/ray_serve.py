@@ -55,6 +55,20 @@ LOCAL_CLUSTER_ENV = {
 }
 
 
+# Ray's HTTP proxy is uvicorn, built without forwarded_allow_ips, so it reads FORWARDED_ALLOW_IPS and
+# otherwise believes X-Forwarded-For from 127.0.0.1: a client on the proxy's host (or through `kubectl
+# port-forward`, which arrives from the pod's loopback) could choose the address its anonymous rate
+# limit counts. A replica sees only the address the proxy passes on.
+PROXY_TRUST_ENV = "FORWARDED_ALLOW_IPS"
+
+
+def local_cluster_env(settings: Settings) -> dict[str, str]:
+    """The environment a local cluster's processes (the controller, Ray's HTTP proxy) inherit."""
+    env = {name: os.environ.get(name, value) for name, value in LOCAL_CLUSTER_ENV.items()}
+    env[PROXY_TRUST_ENV] = settings.forwarded_allow_ips.strip()  # the proxies mtserve serve trusts
+    return env
+
+
 class RayUnavailable(RuntimeError):
     """Ray Serve is not installed, or the cluster cannot be reached; the message says what to do."""
 
@@ -217,8 +231,7 @@ def run(settings: Settings) -> int:
     application = build_application(settings)  # bad replica counts fail here, before Ray starts
     started_cluster = not settings.ray_address
     if started_cluster:
-        for name, value in LOCAL_CLUSTER_ENV.items():
-            os.environ.setdefault(name, value)  # the controller, started below, inherits them
+        os.environ.update(local_cluster_env(settings))  # the cluster, started below, inherits them
     try:
         ray.init(
             address=settings.ray_address or "local",  # "local": a new cluster, never someone else's

@@ -95,6 +95,12 @@ class Metrics:
             "LOOP_LAG_EVERY_S): how long any request, /health/live included, waited for the loop while it "
             "ran other work or waited for the GIL.", buckets=LOOP_LAG_BUCKETS, registry=r)
         self.ready = Gauge("mtserve_ready", "1 when the model is loaded and serving.", registry=r)
+        self.connections_open = Gauge("mtserve_connections_open", "HTTP connections open now.", registry=r)
+        self.connections_closed = Counter(
+            "mtserve_connections_closed", "HTTP connections the server closed before the client did, by reason: "
+            "over_limit (past max_connections: the oldest waiting for a request, or a new one when none was), "
+            "idle, header_timeout, body_timeout, write_stall (the client stopped reading), refused (a request "
+            "head or body the server would not read).", ["reason"], registry=r)
 
 
 LOOP_LAG_EVERY_S = 0.1

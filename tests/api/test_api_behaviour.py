@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 
 from mtserve.api.app import create_app
-from mtserve.api.protocol import JSONErrorsH11Protocol
+from mtserve.api.server import server_config
 from mtserve.settings import Settings
 from tests.fakes import FakeEngine
 from tests.servers import free_port, serve
@@ -109,9 +109,8 @@ def test_not_ready_while_the_model_loads():
 
     engine = SlowLoading()
     port = free_port()
-    app = create_app(Settings(port=port), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio",
-                                           http=JSONErrorsH11Protocol))
+    settings = Settings(host="127.0.0.1", port=port)
+    server = uvicorn.Server(server_config(create_app(settings, engine=engine), settings))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
@@ -286,9 +285,8 @@ def test_a_dead_engine_is_restarted_and_service_recovers():
 def test_work_cut_by_the_shutdown_grace_period_gets_a_json_503():
     engine = FakeEngine(delay_s=5.0, slots=1)
     port = free_port()
-    app = create_app(Settings(port=port), engine=engine)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, loop="asyncio",
-                                           http=JSONErrorsH11Protocol, timeout_graceful_shutdown=0.5))
+    settings = Settings(host="127.0.0.1", port=port, shutdown_grace_s=0.5)
+    server = uvicorn.Server(server_config(create_app(settings, engine=engine), settings))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"

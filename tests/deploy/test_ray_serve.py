@@ -29,6 +29,7 @@ from mtserve.deploy.ray_serve import (
     _proxy_failure,
     autoscaling_config,
     deployment_options,
+    local_cluster_env,
     replica_settings,
 )
 from mtserve.settings import Settings
@@ -69,6 +70,24 @@ def test_replicas_get_what_was_chosen_and_their_own_node_defaults(monkeypatch):
     # the replica rebuilds its settings from that; home stays the replica's node's own default
     assert Settings(**chosen).home == Settings().home
     assert replica_settings(Settings(threads=5))["threads"] == 5
+
+
+def test_a_local_clusters_proxy_believes_forwarded_for_only_from_the_named_proxies(monkeypatch):
+    """Ray's proxy builds its uvicorn.Config without forwarded_allow_ips, so it reads the variable."""
+    import uvicorn
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    def believes_loopback(env: dict[str, str]) -> bool:
+        monkeypatch.setenv("FORWARDED_ALLOW_IPS", env["FORWARDED_ALLOW_IPS"])
+        config = uvicorn.Config(lambda scope, receive, send: None)
+        return "127.0.0.1" in ProxyHeadersMiddleware(config.app, config.forwarded_allow_ips).trusted_hosts
+
+    monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
+    assert believes_loopback({"FORWARDED_ALLOW_IPS": "127.0.0.1,::1"})  # uvicorn's own default
+    assert not believes_loopback(local_cluster_env(Settings()))
+    named = local_cluster_env(Settings(forwarded_allow_ips="10.0.0.0/8"))
+    assert named["FORWARDED_ALLOW_IPS"] == "10.0.0.0/8" and not believes_loopback(named)
+    assert believes_loopback(local_cluster_env(Settings(forwarded_allow_ips="127.0.0.1")))
 
 
 def test_the_replica_header_names_the_replica():

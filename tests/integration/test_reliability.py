@@ -127,3 +127,28 @@ def test_sigterm_drains_in_flight_work_then_exits_zero(small_queue_server):
     assert proc.wait(timeout=30) == 0, server_log(proc)
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{url}/health", timeout=2)
+
+
+def test_sigterm_ends_an_open_stream_with_an_error_event_then_exits_zero(model_path):
+    """`mtserve serve` itself, signalled: sse-starlette sees the signal too, and must not cut the
+    stream first without a word."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_server(port, model_path, {"MTSERVE_THREADS": "1", "MTSERVE_SHUTDOWN_GRACE_S": "3",
+                                           "MTSERVE_WARM_STRICT": ""})
+    try:
+        wait_ready(proc, url)
+        text = "".join(SENTENCES * 8)  # 48 sentences: far more than 3 s of work on one thread
+        lines: list[str] = []
+        with httpx.stream("POST", f"{url}/translate/stream", timeout=60,
+                          json={"q": text, "source": "auto", "target": "en"}) as r:
+            for line in r.iter_lines():
+                lines.append(line)
+                if line == "event: detected":
+                    proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, server_log(proc)
+    finally:
+        stop_server(proc)
+    events = [line.split(":", 1)[1].strip() for line in lines if line.startswith("event:")]
+    assert events[0] == "detected" and events[-1] == "error", events
+    assert "shutting down" in lines[-1] or any("shutting down" in line for line in lines[-3:]), lines[-3:]
