@@ -38,7 +38,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
-from mtserve.documents.jobs import ALL_OWNERS, Job, JobStore
+from mtserve.documents.jobs.store import ALL_OWNERS, Job, JobStore
 from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
 from mtserve.service.request import Done, Guidance, StreamEvent, Translation, TranslationRequest, Usage
 from mtserve.service.runtime import Runtime

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, replace
 
 from lxml import etree
 
-from mtserve.documents.base import Document, DocumentError, LimitExceeded, Output
-from mtserve.documents.limits import budget, megabytes
+from mtserve.documents.formats.base import Document, DocumentError, LimitExceeded, Output
+from mtserve.documents.formats.limits import budget, megabytes
 from mtserve.text import markup
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"

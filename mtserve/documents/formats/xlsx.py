@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from mtserve.documents.base import Document, Output
-from mtserve.documents.office import (
+from mtserve.documents.formats.base import Document, Output
+from mtserve.documents.formats.office import (
     DRAWING,
     Archive,
     Dialect,
