@@ -19,7 +19,8 @@ from lxml import etree
 
 from mtserve.documents.formats.base import Decoded, Document, DocumentError, Output, decode_text
 from mtserve.documents.formats.limits import budget, check_markup
-from mtserve.documents.formats.office import (
+from mtserve.documents.formats.plain import set_html_lang
+from mtserve.documents.formats.safe_zip_xml import (
     Archive,
     open_zip,
     parse_part,
@@ -27,7 +28,6 @@ from mtserve.documents.formats.office import (
     rewrite_zip,
     serialize,
 )
-from mtserve.documents.formats.plain import set_html_lang
 from mtserve.text.html import HtmlDocument, parse_html
 
 CONTAINER = "META-INF/container.xml"
