@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mtserve.documents.registry import UI_STRINGS  # noqa: E402
+from mtserve.documents.formats.registry import UI_STRINGS  # noqa: E402
 from mtserve.eval.datasets import load_software  # noqa: E402
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mtserve.documents.registry import UI_STRINGS  # noqa: E402
+from mtserve.documents.formats.registry import UI_STRINGS  # noqa: E402
 from mtserve.engines.base import EngineRequest, Guidance  # noqa: E402
 from mtserve.engines.factory import create_engine  # noqa: E402
 from mtserve.eval.datasets import load_builtin  # noqa: E402

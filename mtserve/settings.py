@@ -493,7 +493,7 @@ class Settings(BaseSettings):
 
     @property
     def jobs_db(self) -> Path:
-        """Document jobs (``mtserve.documents.job_records.JobRecords``); their files are under files_dir."""
+        """Document jobs (``mtserve.documents.jobs.records.JobRecords``); their files are under files_dir."""
         return self.home / "jobs.sqlite3"
 
     @property

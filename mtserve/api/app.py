@@ -26,7 +26,7 @@ from mtserve.api.protocol import ServerClosing
 from mtserve.api.schemas import DetectRequest, TranslateRequest
 from mtserve.api.tm import IMPORT_PATHS as TM_IMPORT_PATHS
 from mtserve.api.tm import router as tm_router
-from mtserve.documents.jobs import JobStore
+from mtserve.documents.jobs.store import JobStore
 from mtserve.engines.base import Engine
 from mtserve.service.metrics import watch_event_loop
 from mtserve.service.runtime import Runtime

@@ -40,7 +40,7 @@ from starlette.requests import ClientDisconnect
 
 from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
 from mtserve.api.protocol import ServerClosing
-from mtserve.documents.jobs import ALL_OWNERS, Job, JobStore
+from mtserve.documents.jobs.store import ALL_OWNERS, Job, JobStore
 from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
 from mtserve.service.request import Done, Guidance, StreamEvent, Translation, TranslationRequest, Usage
 from mtserve.service.runtime import Runtime

@@ -27,8 +27,8 @@ from starlette.background import BackgroundTask
 from mtserve.api.common import Upload, admit, guidance_of, job_owner, queue_document, read_upload, service_of
 from mtserve.api.deepl import fields_of, formality_of, to_mtserve
 from mtserve.api.errors import ApiError
-from mtserve.documents.jobs import Job, JobStatus, JobStore
-from mtserve.documents.registry import format_for
+from mtserve.documents.formats.registry import format_for
+from mtserve.documents.jobs.store import Job, JobStatus, JobStore
 
 router = APIRouter(prefix="/v2", tags=["DeepL API v2"])
 

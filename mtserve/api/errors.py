@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mtserve.documents.base import DocumentError, LimitExceeded, StorageUnavailable, TooManyDocuments
+from mtserve.documents.formats.base import DocumentError, LimitExceeded, StorageUnavailable, TooManyDocuments
 from mtserve.engines.base import EngineError, PromptTooLong
 from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
 from mtserve.service.glossary import (

@@ -42,8 +42,8 @@ from mtserve.api.common import (
     until_disconnect,
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge
-from mtserve.documents.jobs import Job, JobStatus, JobStore, redacted_download
-from mtserve.documents.registry import format_for
+from mtserve.documents.formats.registry import format_for
+from mtserve.documents.jobs.store import Job, JobStatus, JobStore, redacted_download
 from mtserve.settings import Settings
 
 router = APIRouter()

@@ -35,7 +35,7 @@ from mtserve.api.common import (
     text_field,
 )
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge, ErrorBody
-from mtserve.documents.sandbox import read_tm_file
+from mtserve.documents.jobs.sandbox import read_tm_file
 from mtserve.service.tm import TMEntry, TMMatch
 from mtserve.service.tm_access import (
     MAX_PAGE,

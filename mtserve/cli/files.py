@@ -18,7 +18,7 @@ from mtserve.settings import Settings
 
 
 def add_parser(commands) -> None:
-    from mtserve.documents.registry import FORMATS  # light: format libraries load on use
+    from mtserve.documents.formats.registry import FORMATS  # light: format libraries load on use
 
     extensions = ", ".join(f.extensions[0] for f in FORMATS)
     parser = commands.add_parser(
@@ -43,9 +43,9 @@ def default_output(path: Path, target: str, extension: str) -> Path:
 async def translate_file(settings: Settings, path: Path, source: str, target: str, output: Path | None,
                          *, engine=None, progress: bool = True, err=sys.stderr, guidance=None) -> Path:
     """Translate ``path`` into ``output`` (or the default name next to it); returns where it went."""
-    from mtserve.documents.limits import Limits
-    from mtserve.documents.registry import FORMATS, ReadOptions, read_document
-    from mtserve.documents.runner import translate_document
+    from mtserve.documents.formats.limits import Limits
+    from mtserve.documents.formats.registry import FORMATS, ReadOptions, read_document
+    from mtserve.documents.jobs.runner import translate_document
     from mtserve.service.runtime import Runtime
 
     data = await asyncio.to_thread(path.read_bytes)
@@ -91,7 +91,7 @@ async def translate_file(settings: Settings, path: Path, source: str, target: st
 
 
 def cmd_translate_file(args: argparse.Namespace) -> int:
-    from mtserve.documents.base import DocumentError
+    from mtserve.documents.formats.base import DocumentError
     from mtserve.engines.factory import EngineConfigError
     from mtserve.models.store import ModelStoreError
     from mtserve.service.runtime import EngineNotReady

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mtserve.documents.share import columns, join_lines
+from mtserve.documents.formats.share import columns, join_lines
 from mtserve.eval.targets import EvalTarget, MemoryUse, TargetError
 from mtserve.text.segment import is_cjk, split_text
 

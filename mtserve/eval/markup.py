@@ -36,6 +36,7 @@ from typing import Callable
 
 from mtserve.eval.datasets import DATA_DIR, EVERYDAY_LANGS, DatasetError, _read_tsv_rows, hsk_usable, split_of
 from mtserve.text import markup
+from mtserve.text.segment import is_cjk
 
 TAGS = (("<b>", "</b>"), ("<i>", "</i>"), ('<a href="/help">', "</a>"), ("<em>", "</em>"),
         ('<span class="hl">', "</span>"), ("<strong>", "</strong>"))
@@ -279,10 +280,10 @@ def edge_errors(item: MarkupItem, output: str, plain_output: str, target: str) -
         after = strip_html(output[match.end():])
         if unspaced:
             left, right = before.rstrip(), after.lstrip()
-            if (left != before or right != after) and left and right and markup.is_cjk(left[-1]) \
-                    and markup.is_cjk(right[0]):
+            if (left != before or right != after) and left and right and is_cjk(left[-1]) \
+                    and is_cjk(right[0]):
                 errors.append(f"space at {match.group()}")
-        elif before[-1:].isalnum() and after[:1].isalnum() and not markup.is_cjk(before[-1]):
+        elif before[-1:].isalnum() and after[:1].isalnum() and not is_cjk(before[-1]):
             # glued only where the source had a space (or a CJK boundary) at this tag
             if _source_spaced_at(item.source, match.group()):
                 errors.append(f"glued at {match.group()}")
@@ -313,7 +314,7 @@ def _source_spaced_at(source: str, tag: str) -> bool:
     if at < 0:
         return True
     before, after = strip_html(source[:at]), strip_html(source[at + len(tag):])
-    return not (before[-1:].isalnum() and after[:1].isalnum() and not markup.is_cjk(before[-1]))
+    return not (before[-1:].isalnum() and after[:1].isalnum() and not is_cjk(before[-1]))
 
 
 _GLOSS_NOISE = {"to", "a", "an", "the", "of", "or", "and", "sb", "sth", "one", "be", "in", "on", "for",

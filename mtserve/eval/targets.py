@@ -162,8 +162,8 @@ class InProcessTarget:
     async def translate_document(self, data: bytes, filename: str, source: str, target: str,
                                  context: str = "") -> bytes:
         """The file translated as ``mtserve translate FILE`` translates it, with this process's service."""
-        from mtserve.documents.registry import FORMATS, ReadOptions, read_document
-        from mtserve.documents.runner import translate_document
+        from mtserve.documents.formats.registry import FORMATS, ReadOptions, read_document
+        from mtserve.documents.jobs.runner import translate_document
         from mtserve.service.request import Guidance
 
         assert self.runtime.service is not None

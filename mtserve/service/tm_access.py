@@ -59,7 +59,7 @@ TMReader = Callable[[str, bytes, str, "str | None", "str | None", ReadCaps, "thr
 def read_here(filename: str, data: bytes, fmt: str, source: str | None, target: str | None, caps: ReadCaps,
               cancel: threading.Event | None = None) -> TMFile:
     """A file's pairs read in this process; the server reads them in the document sandbox instead
-    (``mtserve.documents.sandbox.read_tm_file``, which the API passes)."""
+    (``mtserve.documents.jobs.sandbox.read_tm_file``, which the API passes)."""
     return read_tm(data, fmt, source, target, caps)
 
 

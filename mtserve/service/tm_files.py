@@ -4,7 +4,7 @@ Readers stream where the format lets them (TMX and XLIFF through lxml's iterpars
 time, each freed once read; TSV a line at a time; .po entry by entry once polib has parsed it),
 and stop at the first pair past their ``ReadCaps`` (``PastCap``), so a file too large for the
 caller's allowance is refused without being read to its end. The server runs them in the
-document sandbox's worker (``mtserve.documents.sandbox.read_tm_file``), under its memory and CPU
+document sandbox's worker (``mtserve.documents.jobs.sandbox.read_tm_file``), under its memory and CPU
 limits.
 
 - **TMX 1.4b**: every ``<tu>`` with a ``<tuv>`` in the source and one in the

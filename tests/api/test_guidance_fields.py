@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from mtserve.documents.registry import SUBTITLES, UI_STRINGS
+from mtserve.documents.formats.registry import SUBTITLES, UI_STRINGS
 from mtserve.service.access import KeyStore
 from tests.documents import samples
 from tests.fakes import FakeEngine

@@ -370,7 +370,7 @@ PDF_SECOND = "第二段在另一页上，讲结论。"
 
 
 def pdf_font(tmp: Path, text: str) -> str:
-    from mtserve.documents.pdf import NOTO_CJK, _first, cjk_truetype
+    from mtserve.documents.formats.pdf import NOTO_CJK, _first, cjk_truetype
 
     noto = _first(NOTO_CJK)
     if noto is None:

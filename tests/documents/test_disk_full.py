@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mtserve.documents.job_records import JobRecords
+from mtserve.documents.jobs.records import JobRecords
 from tests.documents.helpers import SwapEngine
 from tests.hostile.bodies import MULTIPART, multipart
 from tests.servers import serve

@@ -14,9 +14,9 @@ import pytest
 from lxml import etree
 
 from mtserve.documents import DocumentError, read_document
-from mtserve.documents.registry import ReadOptions
-from mtserve.documents.xliff import TOKEN, XliffDocument, encode, tokens_kept
-from mtserve.documents.xlsx import blocked_names, clean_sheet_name, quote_sheet, rename_in_formula
+from mtserve.documents.formats.registry import ReadOptions
+from mtserve.documents.formats.xliff import TOKEN, XliffDocument, encode, tokens_kept
+from mtserve.documents.formats.xlsx import blocked_names, clean_sheet_name, quote_sheet, rename_in_formula
 from tests.documents import samples
 from tests.documents.samples import has_han, swap
 

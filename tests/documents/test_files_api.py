@@ -10,7 +10,7 @@ import urllib.parse
 import httpx
 import pytest
 
-from mtserve.documents.i18n import PLACEHOLDER
+from mtserve.documents.formats.i18n import PLACEHOLDER
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han, swap

@@ -14,7 +14,7 @@ import pytest
 from lxml import etree
 
 from mtserve.documents import DocumentError, read_document
-from mtserve.documents.registry import FORMATS, enabled_formats, format_for
+from mtserve.documents.formats.registry import FORMATS, enabled_formats, format_for
 from tests.documents import samples
 from tests.documents.samples import has_han, swap
 
@@ -384,7 +384,7 @@ def test_pdf_into_a_cjk_target_embeds_a_font_readers_can_extract():
 def test_pdf_falls_back_to_docx_when_no_font_covers_the_text(monkeypatch):
     import docx
 
-    from mtserve.documents import pdf as pdf_module
+    from mtserve.documents.formats import pdf as pdf_module
 
     monkeypatch.setattr(pdf_module, "pick_fonts", lambda *args, **kwargs: None)
     document = read_document("report.pdf", samples.pdf_bytes())

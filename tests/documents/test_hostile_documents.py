@@ -115,8 +115,8 @@ def test_a_bomb_is_refused_naming_its_limit_with_bounded_memory(name, setting):
 
 
 def test_the_segment_cap_stops_a_parse_early(monkeypatch):
-    from mtserve.documents import office
-    from mtserve.documents.limits import Limits
+    from mtserve.documents.formats import office
+    from mtserve.documents.formats.limits import Limits
 
     calls = []
     walk = office.paragraph_units
@@ -215,8 +215,8 @@ def test_html_declaring_a_codec_that_is_not_text_falls_back():
 
 
 def test_the_placeholder_check_is_linear_on_a_hostile_string():
-    from mtserve.documents.base import Document
-    from mtserve.documents.i18n import PLACEHOLDER
+    from mtserve.documents.formats.base import Document
+    from mtserve.documents.formats.i18n import PLACEHOLDER
 
     document = Document("json", [], placeholders=PLACEHOLDER)
     started = time.monotonic()

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from mtserve.documents import DocumentError, LimitExceeded, read_document
-from mtserve.documents.registry import FORMATS
+from mtserve.documents.formats.registry import FORMATS
 from tests.documents.helpers import SwapEngine
 from tests.hostile.files import HostileFile, hostile_files
 from tests.servers import serve

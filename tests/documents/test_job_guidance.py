@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from mtserve.documents.job_records import JobRecords
+from mtserve.documents.jobs.records import JobRecords
 from tests.documents.helpers import SwapEngine
 from tests.servers import serve
 

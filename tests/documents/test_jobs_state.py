@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 
-import mtserve.documents.jobs as jobs_module
-from mtserve.documents.job_records import JobRecords
+import mtserve.documents.jobs.store as jobs_module
+from mtserve.documents.jobs.records import JobRecords
 from tests.documents.helpers import SwapEngine
 from tests.documents.samples import swap
 from tests.servers import free_port, serve

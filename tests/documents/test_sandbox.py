@@ -14,9 +14,9 @@ import psutil
 import pytest
 
 from mtserve.documents import DocumentError, LimitExceeded, read_document
-from mtserve.documents import sandbox as sandbox_module
-from mtserve.documents.limits import Limits
-from mtserve.documents.sandbox import SandboxedDocument, parse_document, read_tm_file
+from mtserve.documents.formats.limits import Limits
+from mtserve.documents.jobs import sandbox as sandbox_module
+from mtserve.documents.jobs.sandbox import SandboxedDocument, parse_document, read_tm_file
 from mtserve.service.tm import TMCancelled
 from mtserve.settings import Settings
 from tests.documents import samples
@@ -66,8 +66,8 @@ def test_the_worker_is_another_process_and_stays_warm():
 
 
 def _ping():
-    from mtserve.documents.limits import Limits
-    from mtserve.documents.sandbox import WorkerLimits, _Request
+    from mtserve.documents.formats.limits import Limits
+    from mtserve.documents.jobs.sandbox import WorkerLimits, _Request
 
     return _Request("ping", "", b"", (), Limits.defaults(), WorkerLimits(64 * 2**20, 10, 30))
 

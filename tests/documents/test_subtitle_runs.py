@@ -7,7 +7,7 @@ import re
 import pytest
 
 from mtserve.documents import read_document
-from mtserve.documents.share import share_out
+from mtserve.documents.formats.share import share_out
 
 TIMING = re.compile(r"\d\d:\d\d:\d\d,\d{3} --> \d\d:\d\d:\d\d,\d{3}")
 

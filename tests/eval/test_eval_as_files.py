@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from mtserve.documents.registry import SUBTITLES
+from mtserve.documents.formats.registry import SUBTITLES
 from mtserve.eval.as_files import FileTarget, as_srt, cue_texts, cues_of, join_cues, wrap_lines
 from mtserve.eval.datasets import EvalPair, EvalSet
 from mtserve.eval.runner import evaluate

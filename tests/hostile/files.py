@@ -520,7 +520,7 @@ def _text_cases() -> list[HostileFile]:
     add("txt-wrapped-wall", "wall.txt", b"ab cd ef gh ij kl mn op qr st uv wx yz 01\n" * 20_000, "ok")
     add("txt-lone-surrogates", "sur.txt", b"\xed\xa0\x80", "error")
     add("srt-cr-only", "cr.srt", "1\r00:00:01,000 --> 00:00:02,000\r你好\r".encode(), "ok")
-    # cues run on in passages of three (mtserve.documents.subtitles): 16,000 of them are 5,334 segments
+    # cues run on in passages of three (mtserve.documents.formats.subtitles): 16,000 of them are 5,334 segments
     add("srt-too-many-cues", "cues.srt",
         b"".join(b"%d\n00:00:01,000 --> 00:00:02,000\nx\n\n" % i for i in range(16_000)), "limit")
     add("srt-run-on-cues", "runon.srt",

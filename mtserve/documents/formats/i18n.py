@@ -30,8 +30,8 @@ from typing import Any
 
 import polib
 
-from mtserve.documents.base import Decoded, Document, DocumentError, LimitExceeded, Output, decode_text
-from mtserve.documents.limits import budget
+from mtserve.documents.formats.base import Decoded, Document, DocumentError, LimitExceeded, Output, decode_text
+from mtserve.documents.formats.limits import budget
 from mtserve.text import markup
 
 PLACEHOLDER = re.compile(

@@ -27,11 +27,11 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtserve.documents.base import Document, DocumentError, LimitExceeded, Output
-from mtserve.documents.limits import budget, megabytes
+from mtserve.documents.formats.base import Document, DocumentError, LimitExceeded, Output
+from mtserve.documents.formats.limits import budget, megabytes
 from mtserve.text.segment import is_cjk
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mtserve.documents.pdf")  # the name its log lines have always carried
 
 DEJAVU = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf",
           "/usr/share/fonts/dejavu/DejaVuSans.ttf")

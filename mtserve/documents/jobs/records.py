@@ -62,7 +62,7 @@ COLUMNS = ("id", "filename", "format", "source", "target", "glossary", "created_
            "guidance", "owner", *MUTABLE)
 # columns a file made by an older mtserve lacks; guidance: the request's context, instructions and formality;
 # owner: the API key that uploaded the job (NULL in an older file: a caller without a key, which is the
-# narrowest reading; see mtserve.documents.jobs)
+# narrowest reading; see mtserve.documents.jobs.store)
 ADDED_COLUMNS = {"chars": "INTEGER NOT NULL DEFAULT 0", "guidance": "TEXT", "owner": "TEXT"}
 LISTED = tuple(c for c in COLUMNS if c != "glossary")  # a listing leaves each job's glossary on disk
 

@@ -8,7 +8,8 @@ translated, each string as a whole (a rich-text string takes the format of
 the run that held most of its text, as in Word; phonetic runs are kept).
 Every other part is copied byte for byte, so formulas, numbers, dates,
 styles, merged cells, charts, tables and the cached results of formulas are
-untouched. The XML helpers, and so the hardening, are office.py's.
+untouched. The paragraph model is office.py's, and the zip and XML hardening
+safe_zip_xml.py's.
 
 Sheet names are kept unless ``files_xlsx_sheet_names`` is on. Formulas name
 sheets (``'Sales 2024'!B2``), so a renamed sheet has every reference to it
@@ -26,20 +27,9 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from mtserve.documents.base import Document, Output
-from mtserve.documents.office import (
-    DRAWING,
-    Archive,
-    Dialect,
-    _Unit,
-    open_zip,
-    paragraph_units,
-    parse_part,
-    q,
-    rewrite_zip,
-    serialize,
-    write_unit,
-)
+from mtserve.documents.formats.base import Document, Output
+from mtserve.documents.formats.office import DRAWING, Dialect, _Unit, paragraph_units, q, write_unit
+from mtserve.documents.formats.safe_zip_xml import Archive, open_zip, parse_part, rewrite_zip, serialize
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"

@@ -26,8 +26,8 @@ from typing import Callable
 
 from markdown_it import MarkdownIt
 
-from mtserve.documents.base import Decoded, Document, LimitExceeded, Output, Piece, PieceText, decode_text
-from mtserve.documents.limits import budget, check_markup
+from mtserve.documents.formats.base import Decoded, Document, LimitExceeded, Output, Piece, PieceText, decode_text
+from mtserve.documents.formats.limits import budget, check_markup
 from mtserve.text import markup
 from mtserve.text.html import parse_html
 from mtserve.text.segment import is_cjk

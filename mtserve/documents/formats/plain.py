@@ -5,7 +5,7 @@ paragraph; blank lines, indentation and line endings come back exactly. A
 paragraph hard-wrapped over several lines (a line that ends mid-sentence and
 fills most of its paragraph's width, followed by one that is not a list item
 or a heading) is translated as one text, and its translation is shared out
-among the same lines (``mtserve.documents.share``): line by line, a sentence
+among the same lines (``mtserve.documents.formats.share``): line by line, a sentence
 cut at the margin came back as two fragments. HTML: text nodes only, as
 ``format=html`` does for the API.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 import codecs
 import re
 
-from mtserve.documents.base import Decoded, Document, Output, decode_text, keep_edges
-from mtserve.documents.limits import check_markup
-from mtserve.documents.share import columns, join_lines, runs_on, share_out
+from mtserve.documents.formats.base import Decoded, Document, Output, decode_text, keep_edges
+from mtserve.documents.formats.limits import check_markup
+from mtserve.documents.formats.share import columns, join_lines, runs_on, share_out
 from mtserve.text.html import HtmlDocument, parse_html
 
 # A line is wrapped when it fills this share of its paragraph's widest line, and that line is this wide

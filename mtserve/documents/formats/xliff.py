@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from mtserve.documents.base import Document, DocumentError, Output, keep_edges
+from mtserve.documents.formats.base import Document, DocumentError, Output, keep_edges
 
 NS12 = "urn:oasis:names:tc:xliff:document:1.2"
 NS2 = "urn:oasis:names:tc:xliff:document:2."  # 2.0, 2.1, 2.2

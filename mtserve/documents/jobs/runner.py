@@ -21,15 +21,15 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from mtserve.documents.base import Document, Output, keep_edges, protected_split
-from mtserve.documents.registry import default_context
+from mtserve.documents.formats.base import Document, Output, keep_edges, protected_split
+from mtserve.documents.formats.registry import default_context
 from mtserve.service.request import NO_GUIDANCE, Guidance, Translation, TranslationRequest
 from mtserve.service.scheduler import DeadlineExceeded, Priority, QueueFull
 from mtserve.service.translator import TranslationService
 from mtserve.text.detect import Detection
 from mtserve.text.punctuation import has_words
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mtserve.documents.runner")  # the name its log lines have always carried
 
 DEADLINE_RETRIES = 3  # a background chunk may wait out busy spells; after this many misses the job fails
 QUEUE_FULL_WAIT_MAX_S = 5.0

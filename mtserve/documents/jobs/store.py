@@ -2,7 +2,7 @@
 
 A job's files live under ``HOME/files`` (``uploads/`` while it is queued or
 running, ``results/`` once it is done); its record lives in SQLite
-(``HOME/jobs.sqlite3``, ``mtserve.documents.job_records``), written before the
+(``HOME/jobs.sqlite3``, ``mtserve.documents.jobs.records``), written before the
 upload is answered and after every change, from a worker thread. A cleanup task
 deletes the records, results and leftover uploads of jobs ``files_ttl_s`` after
 they finished: records and files go together.
@@ -23,7 +23,7 @@ start, or, if it cannot be (its upload is gone, its format is no longer
 enabled, the file no longer parses within the limits), it ends as failed with
 the reason. Finished jobs answer ``/jobs/{id}`` as before. Processes sharing
 one ``$MTSERVE_HOME`` each keep their own unfinished jobs; a starting one takes
-over only those of processes that are gone (``job_records.InstanceLocks``).
+over only those of processes that are gone (``records.InstanceLocks``).
 
 At most ``files_jobs`` documents are translated at once; the others wait in
 line with status ``queued``. A job can be cancelled at any point: queued, it
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import AsyncIterator, Callable
 
-from mtserve.documents.base import (
+from mtserve.documents.formats.base import (
     Document,
     DocumentError,
     LimitExceeded,
@@ -55,17 +55,17 @@ from mtserve.documents.base import (
     TooManyDocuments,
     storage_problem,
 )
-from mtserve.documents.job_records import InstanceLocks, JobRecords
-from mtserve.documents.registry import enabled_formats, extensions_of, format_for
-from mtserve.documents.runner import translate_document
-from mtserve.documents.sandbox import parse_document, warm
+from mtserve.documents.formats.registry import enabled_formats, extensions_of, format_for
+from mtserve.documents.jobs.records import InstanceLocks, JobRecords
+from mtserve.documents.jobs.runner import translate_document
+from mtserve.documents.jobs.sandbox import parse_document, warm
 from mtserve.service.request import NO_GUIDANCE, Guidance, TranslationRequest, UnsupportedLanguage
 from mtserve.service.scheduler import DeadlineExceeded, SchedulerStopped
 from mtserve.service.translator import PromptTooLong, TranslationService
 from mtserve.settings import Settings
 from mtserve.text.detect import Detection
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mtserve.documents.jobs")  # the name its log lines have always carried
 
 RESULT_NAME = re.compile(r"[0-9a-f]{32}\.[A-Za-z0-9_-]{1,80}\.[A-Za-z0-9_-]{1,16}\.[a-z0-9]{1,8}")
 DOWNLOAD_TOKEN_CHARS = 43  # 32 bytes of HMAC, URL-safe base64 without padding

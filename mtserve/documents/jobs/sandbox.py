@@ -1,6 +1,6 @@
 """Documents are read and rendered in worker processes, under memory, CPU and wall-clock limits.
 
-The readers' caps (``mtserve.documents.limits``) bound what a file may expand to; this bounds
+The readers' caps (``mtserve.documents.formats.limits``) bound what a file may expand to; this bounds
 what reading it may cost, whatever a parser does with it: an RLIMIT_AS memory limit, an
 RLIMIT_CPU time limit, and a wall-clock timeout after which the worker is killed. A parse that
 runs out of any of them ends as a ``LimitExceeded`` (413) naming the setting, and the server's
@@ -45,11 +45,11 @@ from dataclasses import field
 from multiprocessing.connection import Connection
 from pathlib import PurePath
 
-from mtserve.documents.base import Document, DocumentError, LimitExceeded, Output
-from mtserve.documents.limits import Limits
-from mtserve.documents.registry import FORMATS, Format, ReadOptions, format_for, read_document
+from mtserve.documents.formats.base import Document, DocumentError, LimitExceeded, Output
+from mtserve.documents.formats.limits import Limits
+from mtserve.documents.formats.registry import FORMATS, Format, ReadOptions, format_for, read_document
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mtserve.documents.sandbox")  # the name its log lines have always carried
 
 MB = 1_000_000
 CANCEL_POLL_S = 0.2  # how often a cancellable call looks at its cancel event while it waits
@@ -134,7 +134,7 @@ def _serve(conn: Connection) -> None:
     signal.signal(signal.SIGXCPU, _on_cpu_limit)
     # Import every reader's libraries now, so that a request pays for none of it.
     for module in ("plain", "markdown", "subtitles", "office", "epub", "pdf", "i18n"):
-        __import__(f"mtserve.documents.{module}")
+        __import__(f"mtserve.documents.formats.{module}")
     import pdfminer.high_level  # noqa: F401
     import pypdf  # noqa: F401
 
@@ -217,7 +217,7 @@ def _run(request: _Request):
             document.check_target(request.target)
         return (document.format, document.segments, document.notes, document.placeholders, document.sections,
                 document.markup, document.kept_check())
-    from mtserve.documents.limits import within
+    from mtserve.documents.formats.limits import within
 
     document.from_memory = request.from_memory
     with within(request.limits):
@@ -238,7 +238,7 @@ class _Worker:
         ours, theirs = socket.socketpair()
         path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         env = {**os.environ, "PYTHONPATH": path}
-        code = f"from mtserve.documents.sandbox import _main; _main({theirs.fileno()})"
+        code = f"from mtserve.documents.jobs.sandbox import _main; _main({theirs.fileno()})"
         self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=(theirs.fileno(),), env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         theirs.close()

@@ -17,10 +17,17 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from mtserve.documents.base import Decoded, Document, DocumentError, Output, decode_text
-from mtserve.documents.limits import budget, check_markup
-from mtserve.documents.office import Archive, open_zip, parse_part, refuse_markup_entities, rewrite_zip, serialize
-from mtserve.documents.plain import set_html_lang
+from mtserve.documents.formats.base import Decoded, Document, DocumentError, Output, decode_text
+from mtserve.documents.formats.limits import budget, check_markup
+from mtserve.documents.formats.plain import set_html_lang
+from mtserve.documents.formats.safe_zip_xml import (
+    Archive,
+    open_zip,
+    parse_part,
+    refuse_markup_entities,
+    rewrite_zip,
+    serialize,
+)
 from mtserve.text.html import HtmlDocument, parse_html
 
 CONTAINER = "META-INF/container.xml"

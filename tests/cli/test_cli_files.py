@@ -95,7 +95,7 @@ def translate_file_help() -> str:
 
 def test_a_context_of_the_users_own_replaces_the_formats_default(tmp_path):
     """`translate-file --context TEXT`: every segment's request carries it; without it, the format's own."""
-    from mtserve.documents.registry import SUBTITLES
+    from mtserve.documents.formats.registry import SUBTITLES
     from mtserve.engines.base import Guidance
 
     source = tmp_path / "film.srt"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mtserve.documents.base import (
+from mtserve.documents.formats.base import (
     Decoded,
     Document,
     DocumentError,
@@ -31,7 +31,7 @@ from mtserve.documents.base import (
     decode_text,
     protected_split,
 )
-from mtserve.documents.share import join_lines, runs_on, share_out
+from mtserve.documents.formats.share import join_lines, runs_on, share_out
 
 _SRT_TIMING = re.compile(r"^\s*\d{1,3}:\d{2}:\d{2}[,.]\d{1,3}\s*-->\s*\d{1,3}:\d{2}:\d{2}[,.]\d{1,3}")
 _VTT_TIMING = re.compile(r"^\s*(?:\d{1,3}:)?\d{2}:\d{2}\.\d{3}\s+-->\s+(?:\d{1,3}:)?\d{2}:\d{2}\.\d{3}")

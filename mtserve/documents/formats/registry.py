@@ -6,8 +6,8 @@ from dataclasses import dataclass, fields
 from pathlib import PurePath
 from typing import Callable
 
-from mtserve.documents.base import Document, DocumentError, UnsupportedFormat
-from mtserve.documents.limits import Limits, within
+from mtserve.documents.formats.base import Document, DocumentError, UnsupportedFormat
+from mtserve.documents.formats.limits import Limits, within
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _lazy(module: str, function: str, **options: str) -> Reader:
     def read(data: bytes, read_options: ReadOptions = ReadOptions()) -> Document:
         import importlib
 
-        reader = getattr(importlib.import_module(f"mtserve.documents.{module}"), function)
+        reader = getattr(importlib.import_module(f"mtserve.documents.formats.{module}"), function)
         return reader(data, **{keyword: getattr(read_options, field) for keyword, field in options.items()})
 
     return read
@@ -119,7 +119,7 @@ def read_document(filename: str, data: bytes, formats: tuple[Format, ...] = FORM
     """Parse a file by its extension, within ``limits`` (the settings' defaults if None), in this process.
 
     Raises DocumentError (unknown format, broken file) or LimitExceeded with the reason. The server
-    parses in a worker process instead: ``mtserve.documents.sandbox``.
+    parses in a worker process instead: ``mtserve.documents.jobs.sandbox``.
     """
     fmt = format_for(filename, formats)
     if not data:

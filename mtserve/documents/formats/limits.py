@@ -4,7 +4,7 @@ Every byte of an upload is hostile until it is parsed within limits. Readers nev
 proportion to what a file *claims* (a zip entry's declared size, a PDF stream's filter chain)
 without checking the claim against a bound first, and they count what they produce (segments,
 expanded bytes) as they go, so a parse that would exceed a bound stops early with a
-``LimitExceeded`` naming the setting. The parse sandbox (``mtserve.documents.sandbox``) adds
+``LimitExceeded`` naming the setting. The parse sandbox (``mtserve.documents.jobs.sandbox``) adds
 memory, CPU and time limits on top; these caps hold without it.
 
 A reader finds the bounds of the parse it runs in with ``budget()``; ``read_document`` sets them.
@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from mtserve.documents.base import LimitExceeded
+from mtserve.documents.formats.base import LimitExceeded
 
 MB = 1_000_000
 

@@ -4,7 +4,7 @@ A format module reads a file into a ``Document``: the text to translate as an
 ordered list of segments (paragraphs, cues, table cells, strings), and a way
 to render the same file with each segment replaced by its translation. The
 format knows its structure and nothing of engines; the runner
-(``mtserve.documents.runner``) knows the service and nothing of formats.
+(``mtserve.documents.jobs.runner``) knows the service and nothing of formats.
 """
 
 from __future__ import annotations
