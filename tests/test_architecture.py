@@ -113,7 +113,8 @@ def test_the_service_knows_nothing_of_http_or_the_cli():
             assert not bad, f"{name} imports {sorted(bad)}"
 
 
-# The API families: each parses its own shape over api/common.py; none imports another.
+# The API families: each maps its own shape over what api/ shares (fields, keys, uploads, calls); none
+# imports another.
 FAMILIES = {
     "libretranslate": ("mtserve.api.libretranslate",),
     "deepl": ("mtserve.api.deepl", "mtserve.api.deepl_documents"),
@@ -139,3 +140,56 @@ def test_the_api_and_service_never_probe_an_engine_with_getattr():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
                 target = ast.unparse(node.args[0]) if node.args else ""
                 assert "engine" not in target, f"{path.name}: {ast.unparse(node)}"
+
+
+# --- the service's boundary -------------------------------------------------------------------------
+# What the API may import of the service: its request and results, the service itself, and the stores and
+# exceptions it exposes; never the pipeline inside it.
+SERVICE_FOR_THE_API = {"request", "translator", "runtime", "access", "glossary", "tm", "tm_access", "scheduler",
+                       "metrics"}
+# Words that belong to one API family's shape, not to the service's.
+FAMILY_WORDS = {"translatedText", "detectedLanguage", "translationMemory", "alternatives", "q",
+                "detected_source_language", "billed_characters", "source_lang", "target_lang", "glossary_id",
+                "choices", "chat.completion", "chat.completion.chunk", "delta", "done", "segment", "detected"}
+# What a family hands down instead of doing itself: it builds a TranslationRequest and runs it.
+RESOLVED_BY_THE_SERVICE = {"translate", "stream", "settle", "named_glossary", "resolve_source", "guidance_for",
+                           "supports_formality", "check_pair"}
+
+
+def test_the_api_reaches_the_service_only_through_its_boundary():
+    graph = import_graph()
+    for name, deps in graph.items():
+        if name.startswith("mtserve.api"):
+            inner = {d for d in deps if d.startswith("mtserve.service.")
+                     and d.split(".")[2] not in SERVICE_FOR_THE_API}
+            assert not inner, f"{name} imports the service's insides: {sorted(inner)}"
+
+
+def _strings(tree: ast.AST) -> set[str]:
+    """The string constants of a module, less its docstrings."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    return {node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings}
+
+
+# The server-wide glossary file's own JSON keys: a file format (docs/memory-and-glossaries.md), not an API's.
+FILE_FORMAT_WORDS = {"glossary.py": {"source_lang", "target_lang"}}
+
+
+def test_the_service_speaks_no_api_familys_field_names():
+    for path in sorted((PACKAGE / "service").glob("*.py")):
+        spoken = _strings(ast.parse(path.read_text(encoding="utf-8"))) & FAMILY_WORDS
+        spoken -= FILE_FORMAT_WORDS.get(path.name, set())
+        assert not spoken, f"{path.name} uses an API family's words: {sorted(spoken)}"
+
+
+def test_families_hand_everything_down_and_resolve_nothing_themselves():
+    for family in API_FAMILIES + ("deepl_documents",):
+        path = PACKAGE / "api" / f"{family}.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in RESOLVED_BY_THE_SERVICE, f"{path.name}: {ast.unparse(node)}"
+

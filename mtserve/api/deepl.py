@@ -31,19 +31,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from mtserve.api.common import (
-    admit,
-    guidance_of,
-    json_type,
-    key_id_of,
-    read_fields,
-    run_call,
-    runtime_of,
-    service_of,
-    shown,
-    text_field,
-)
+from mtserve.api.calls import run_call, service_of
 from mtserve.api.errors import ApiError
+from mtserve.api.fields import guidance_of, json_type, read_fields, shown, text_field
+from mtserve.api.keys import admit, key_id_of, runtime_of
 from mtserve.service.glossary import (
     GlossaryInfo,
     GlossaryScope,
@@ -94,12 +85,12 @@ def to_deepl(code: str) -> str:
 
 def describe(glossary: GlossaryInfo) -> dict:
     """DeepL's glossary shape; its clients parse creation_time with fractional seconds."""
-    info = glossary.describe()
     created = datetime.fromisoformat(glossary.created)
-    info["creation_time"] = created.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    info["source_lang"] = to_deepl(glossary.source_lang).lower()
-    info["target_lang"] = to_deepl(glossary.target_lang).lower()
-    return info
+    return {"glossary_id": glossary.id, "name": glossary.name,
+            "source_lang": to_deepl(glossary.source_lang).lower(),
+            "target_lang": to_deepl(glossary.target_lang).lower(),
+            "creation_time": created.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+            "entry_count": glossary.entry_count, "ready": True}
 
 
 def glossary_store(request: Request) -> GlossaryStore:

@@ -24,9 +24,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from mtserve.api.common import Upload, admit, guidance_of, job_owner, queue_document, read_upload, service_of
+from mtserve.api.calls import service_of
 from mtserve.api.deepl import fields_of, formality_of, to_mtserve
 from mtserve.api.errors import ApiError
+from mtserve.api.fields import guidance_of
+from mtserve.api.keys import admit, job_owner
+from mtserve.api.uploads import Upload, queue_document, read_upload
 from mtserve.documents.formats.registry import format_for
 from mtserve.documents.jobs.store import Job, JobStatus, JobStore
 

@@ -20,28 +20,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse
 from sse_starlette.sse import EventSourceResponse
 
-from mtserve.api.common import (
-    BadJson,
-    KeyGate,
-    ShuttingDown,
-    admit,
-    authorize,
-    closing_of,
-    decode_json,
-    event_stream,
-    guidance_of,
-    job_owner,
-    json_max_depth,
-    next_before,
-    queue_document,
-    read_upload,
-    request_key,
-    runtime_of,
-    service_of,
-    shown,
-    until_disconnect,
-)
+from mtserve.api.calls import ShuttingDown, closing_of, event_stream, next_before, service_of, until_disconnect
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge
+from mtserve.api.fields import BadJson, decode_json, guidance_of, json_max_depth, shown
+from mtserve.api.keys import admit, authorize, job_owner, request_key, runtime_of
+from mtserve.api.uploads import KeyGate, queue_document, read_upload
 from mtserve.documents.formats.registry import format_for
 from mtserve.documents.jobs.store import Job, JobStatus, JobStore, redacted_download
 from mtserve.settings import Settings

@@ -1,8 +1,8 @@
 """The LibreTranslate family: /translate (and its stream), /languages, /detect, /frontend/settings,
 /spec, the WebUI.
 
-Each route parses LibreTranslate's shape, calls the shared path in
-``mtserve.api.common``, and shapes LibreTranslate's answer. Translation logic
+Each route parses LibreTranslate's shape into the service's ``TranslationRequest``, runs it
+through ``mtserve.api.calls``, and shapes LibreTranslate's answer. Translation logic
 lives in ``mtserve.service``; no engine is named here.
 
 Fields are read as LibreTranslate (Flask) reads them: a JSON object, or ``request.values``, the
@@ -23,24 +23,19 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ValidationError
 from sse_starlette.sse import EventSourceResponse
 
-from mtserve.api.common import (
+from mtserve.api.calls import event_stream, open_stream, relay, run_call, service_of
+from mtserve.api.errors import ERRORS, ApiError, ErrorBody, clipped, describe_validation_error
+from mtserve.api.fields import (
     FORM_TYPES,
-    admit,
     content_type_of,
-    event_stream,
     guidance_of,
     is_json,
-    open_stream,
     query_fields,
     read_fields,
-    relay,
-    run_call,
-    runtime_of,
-    service_of,
     text_field,
     validation_context,
 )
-from mtserve.api.errors import ERRORS, ApiError, ErrorBody, clipped, describe_validation_error
+from mtserve.api.keys import admit, runtime_of
 from mtserve.api.schemas import (
     DetectedLanguage,
     DetectRequest,

@@ -34,24 +34,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from mtserve.api.common import (
-    admit,
-    authorize,
-    flag_field,
-    guidance_of,
-    int_field,
-    json_type,
-    object_field,
-    open_stream,
-    read_json,
-    relay,
-    run_call,
-    runtime_of,
-    service_of,
-    shown,
-    text_field,
-)
+from mtserve.api.calls import open_stream, relay, run_call, service_of
 from mtserve.api.errors import ApiError
+from mtserve.api.fields import flag_field, guidance_of, int_field, json_type, object_field, read_json, shown, text_field
+from mtserve.api.keys import admit, authorize, runtime_of
 from mtserve.service.request import Done, Guidance, SegmentDone, StreamEvent, TranslationRequest, Usage
 from mtserve.settings import Settings
 from mtserve.text.batch import Batch, split_batch

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from mtserve.api.common import authorize, runtime_of
+from mtserve.api.keys import authorize, runtime_of
 from mtserve.settings import Settings
 
 router = APIRouter(tags=["operations"])

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from mtserve.api.common import JSON_DEPTH_DEFAULT, BadJson, decode_json
+from mtserve.api.fields import JSON_DEPTH_DEFAULT, BadJson, decode_json
 
 
 class TranslateRequest(BaseModel):

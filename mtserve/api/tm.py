@@ -24,17 +24,10 @@ from typing import Any, Callable, TypeVar
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from mtserve.api.common import (
-    KeyGate,
-    admit,
-    key_id_of,
-    read_fields,
-    read_upload,
-    request_key,
-    runtime_of,
-    text_field,
-)
 from mtserve.api.errors import ERRORS, ApiError, BodyTooLarge, ErrorBody
+from mtserve.api.fields import read_fields, text_field
+from mtserve.api.keys import admit, key_id_of, request_key, runtime_of
+from mtserve.api.uploads import KeyGate, read_upload
 from mtserve.documents.jobs.sandbox import read_tm_file
 from mtserve.service.tm import TMEntry, TMMatch
 from mtserve.service.tm_access import (

@@ -99,12 +99,6 @@ class GlossaryInfo:
     entry_count: int
     owner: str | None = None  # the id of the API key that made it; None: the operator's
 
-    def describe(self) -> dict:
-        """The metadata without the entries, as a listing shows it."""
-        return {"glossary_id": self.id, "name": self.name, "source_lang": self.source_lang,
-                "target_lang": self.target_lang, "creation_time": self.created,
-                "entry_count": self.entry_count, "ready": True}
-
 
 @dataclass(frozen=True)
 class Glossary(GlossaryInfo):
@@ -484,7 +478,7 @@ class GlossaryStore:
             raise GlossaryError("a glossary needs a non-empty name")
         if len(name.strip()) > MAX_NAME_CHARS:
             raise GlossaryError(f"a glossary's name has at most {MAX_NAME_CHARS} characters")
-        for role, code in (("source_lang", source), ("target_lang", target)):
+        for role, code in (("the source language", source), ("the target language", target)):
             if not isinstance(code, str) or not re.fullmatch(r"[a-z]{2,3}(?:-[A-Za-z]{2,4})?", code):
                 raise GlossaryError(f"{role} must be a language code such as 'zh' or 'en', got {_shown(code)}")
         if isinstance(entries, Mapping):

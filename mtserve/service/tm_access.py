@@ -233,7 +233,7 @@ class MemoryAccess:
                min_similarity: float = 0.0) -> list[TMMatch]:
         """The entries (of the caller's own) most similar to ``text``, best first; an exact match scores 100."""
         scope.check_identity()
-        text = _text(text, "q")
+        text = _text(text, "the text to search for")
         source_lang = _language(source, "source", None)
         target_lang = _language(target, "target", None)
         if not 1 <= limit <= MAX_SEARCH:
@@ -290,7 +290,7 @@ class MemoryAccess:
         """Store a suggested translation, to be accepted by the operator before it serves anyone."""
         if not self.settings.suggestions:
             raise SuggestionsOff("Suggestions are disabled on this server.")
-        q, s = _text(q, "q"), _text(s, "s")
+        q, s = _text(q, "the text"), _text(s, "the suggested translation")
         source_lang = _language(source, "source", languages)
         target_lang = _language(target, "target", languages)
         if source_lang == target_lang:

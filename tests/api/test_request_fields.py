@@ -1,4 +1,4 @@
-"""The one reader of request fields (mtserve/api/common.py): JSON within bounds, and fields of the
+"""The one reader of request fields (mtserve/api/fields.py): JSON within bounds, and fields of the
 wrong type refused by name, on every API family (issue 14, defect 7: the API-body 500s)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from mtserve.api.common import BadJson, decode_json
+from mtserve.api.fields import BadJson, decode_json
 from tests.fakes import FakeEngine
 from tests.servers import metric_value, serve
 

@@ -1,4 +1,4 @@
-"""The request path the three API families share: read a request's fields within bounds, check its key.
+"""Reading a request's fields within bounds, the same way for the three API families.
 
 LibreTranslate (``/translate``...), DeepL (``/v2``) and OpenAI (``/v1``) routes each shape their own
 answers, but every field they read comes through here first, so hostile input meets one set of bounds
@@ -11,40 +11,27 @@ and gets a 400 that says what is wrong instead of an exception that becomes a 50
 - Form data (``read_form``) and query strings (``query_fields``): UTF-8, as Flask and
   LibreTranslate read them, unless the Content-Type names another charset (an unknown one is a
   400); URL-encoded and multipart bodies are parsed here with bounded field counts and sizes
-  (starlette's parsers read bytes that are not UTF-8 as Latin-1, mojibake to translate). A document
-  upload (``read_upload``) is read as a stream, so its size limit and its key are checked as the
-  bytes arrive, not after the whole body is in memory.
+  (starlette's parsers read bytes that are not UTF-8 as Latin-1, mojibake to translate).
 - Loosely typed fields (``text_field``, ``int_field``...): DeepL and OpenAI bodies are read as
   plain dicts, and a field of the wrong JSON type is refused by name.
-- Keys (``admit``, ``authorize``): from the body's ``api_key``, an ``Authorization`` header, or an
-  ``api_key`` query parameter (LibreTranslate reads ``request.values``, and an EventSource or a
-  download link cannot send headers).
+- A request's context, instructions and formality (``guidance_of``), checked in size and type.
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
-import contextlib
 import logging
-from dataclasses import dataclass, field, replace
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Protocol, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 from urllib.parse import parse_qsl
 
 import pydantic_core
 from fastapi import Request
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
-from sse_starlette.sse import EventSourceResponse
 from starlette.requests import ClientDisconnect
 
-from mtserve.api.errors import CLIENT_CLOSED, ApiError, ClientGone, NotReady
-from mtserve.api.protocol import ServerClosing
-from mtserve.documents.jobs.store import ALL_OWNERS, Job, JobStore
-from mtserve.service.access import AccessDenied, KeyRequired, QuotaExceeded
-from mtserve.service.request import Done, Guidance, StreamEvent, Translation, TranslationRequest, Usage
-from mtserve.service.runtime import Runtime
-from mtserve.service.translator import TranslationService
+from mtserve.api.errors import CLIENT_CLOSED, ApiError
+from mtserve.service.request import Guidance
 from mtserve.settings import Settings
 
 T = TypeVar("T")
@@ -52,14 +39,9 @@ log = logging.getLogger(__name__)
 
 JSON_DEPTH_DEFAULT: int = Settings.model_fields["json_max_depth"].default  # where no settings are at hand
 FORM_EXTRA_FIELDS = 32  # a form's fields besides its texts (q or text, repeated up to batch_limit)
-UPLOAD_MAX_FIELDS = 16  # file, source, target, api_key, glossary, glossary_id, format...
 FORM_FIELD_MAX_BYTES = 1024 * 1024  # one field of a plain form: starlette's own bound, kept
-UPLOAD_MAX_FIELD_BYTES = 64 * 1024  # one form field of an upload (a glossary as JSON text is the big one)
 GONE = "the client closed the connection before the whole body arrived"
-KEY_BEFORE_UPLOAD = (
-    "an API key is required before a document of this size is read: send it in an Authorization: "
-    "Bearer header, as ?api_key= in the URL, or as the api_key form field before the file field"
-)
+
 
 
 # --- JSON ------------------------------------------------------------------------------------------
@@ -437,380 +419,3 @@ def guidance_of(settings: Settings, context: Any = None, instructions: Any = Non
     return Guidance(context_of(context, settings), instructions_of(instructions), formality)
 
 
-# --- keys ------------------------------------------------------------------------------------------
-def runtime_of(request: Request) -> Runtime:
-    return request.app.state.runtime
-
-
-def bearer_token(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() not in ("bearer", "deepl-auth-key"):
-        return None
-    return token.strip() or None
-
-
-def request_key(request: Request) -> str | None:
-    """A key sent outside the body: an Authorization header, or ``?api_key=`` in the URL."""
-    return bearer_token(request) or request.query_params.get("api_key") or None
-
-
-def _ip(request: Request) -> str:
-    return request.client.host if request.client else "-"
-
-
-def admit(request: Request, body_key: str | None = None) -> None:
-    """Check the API key and count the request against its rate limit (a no-op unless api_keys is on).
-
-    The key comes from the body's ``api_key`` (LibreTranslate clients), an ``Authorization:
-    Bearer`` (or DeepL's ``DeepL-Auth-Key``) header, or ``?api_key=``. Only the key's public id
-    reaches the log.
-    """
-    caller = runtime_of(request).access.admit(body_key or request_key(request), _ip(request))
-    request.state.caller = caller.label
-    request.state.key_id = caller.key_id  # whose stored glossaries, memory and quota the request uses
-
-
-def key_id_of(request: Request) -> str | None:
-    """The id of the API key that admit() or authorize() accepted for this request; None without one."""
-    return getattr(request.state, "key_id", None)
-
-
-def job_owner(request: Request) -> str | None:
-    """Whose document jobs this caller reaches (after admit() or authorize()): its key's, or those of
-    callers without a key; every job while API keys are off."""
-    return key_id_of(request) if runtime_of(request).access.enabled else ALL_OWNERS
-
-
-def authorize(request: Request, *, required: bool = False) -> None:
-    """Check the key of a route that reads back work (a job, a download, the model list, metrics).
-
-    Unlike ``admit``, it does not count against a rate limit: polling a job must not use up the
-    requests its caller paid for. ``required`` asks for a key even where anonymous use is allowed.
-    """
-    access = runtime_of(request).access
-    secret = request_key(request)
-    if required and not access.enabled:
-        raise AccessDenied("this route needs an API key, and API keys are off on this server "
-                           "(MTSERVE_API_KEYS)")
-    if required and not secret:
-        raise AccessDenied("an API key is required: send it in an Authorization: Bearer header")
-    caller = access.check(secret, _ip(request))
-    request.state.caller = caller.label
-    request.state.key_id = caller.key_id
-
-
-# --- document uploads ------------------------------------------------------------------------------
-class UploadGate(Protocol):
-    """What ``read_upload`` tells as the body streams in, so the key is checked before the bulk of it."""
-
-    def on_field(self, name: str, value: str) -> None: ...
-
-    def on_bytes(self, seen: int) -> None: ...
-
-
-@dataclass
-class Upload:
-    fields: dict[str, str] = field(default_factory=dict)
-    filename: str | None = None
-    content: bytes | None = None  # None: the form had no file part
-
-
-class KeyGate:
-    """Admission of an upload that carries its key as a form field, before the bulk of the body is read.
-
-    Where a key must come before the file (a document: keys required; a translation memory: keys
-    on) and none is in a header or the URL, the key is checked the moment its ``api_key`` field
-    arrives; until then at most ``allowance`` bytes (MTSERVE_MAX_BODY_BYTES, what any anonymous
-    JSON request may send) are read. LibreTranslate's own web page sends the file before api_key,
-    so a document that small still works that way; a bigger one gets a 400 that says how to send
-    the key first.
-    """
-
-    def __init__(self, request: Request, allowance: int):
-        self.request = request
-        self.allowance = allowance
-        self.admitted = False
-
-    def on_field(self, name: str, value: str) -> None:
-        if name == "api_key" and value and not self.admitted:
-            admit(self.request, value)
-            self.admitted = True
-
-    def on_bytes(self, seen: int) -> None:
-        if not self.admitted and seen > self.allowance:
-            raise KeyRequired(KEY_BEFORE_UPLOAD)
-
-
-async def read_upload(request: Request, *, max_file_bytes: int, limit_message: str,
-                      gate: UploadGate | None = None,
-                      check_file: Callable[[str, dict[str, str]], None] | None = None) -> Upload:
-    """A multipart upload of one file and a few fields, parsed as it streams in.
-
-    The file may be ``max_file_bytes`` long (a 413 with ``limit_message`` the moment it is
-    passed); other fields are at most ``UPLOAD_MAX_FIELD_BYTES`` each, ``UPLOAD_MAX_FIELDS`` in all.
-    ``gate`` sees each field when it completes and the bytes read so far after each chunk, and
-    may stop the upload (an AccessDenied) before the rest of the body is read. ``check_file`` gets
-    the file's name (and the fields before it) as soon as its part's headers arrive, and may refuse
-    it (a DocumentError: a format the server does not take) before any of its bytes are read.
-    """
-    content_type, params = parse_options_header(request.headers.get("content-type"))
-    boundary = params.get(b"boundary")
-    if content_type != b"multipart/form-data" or not boundary:
-        raise ApiError(400, "send the document as multipart/form-data with fields file, source and target")
-    upload = Upload()
-    part: dict[str, Any] = {}
-    file_data = bytearray()
-
-    def bad(message: str) -> ApiError:
-        return ApiError(400, f"could not read the multipart form: {message}")
-
-    def on_headers(headers: dict[bytes, bytes]) -> None:
-        _, options = parse_options_header(headers.get(b"content-disposition"))
-        if b"name" not in options:
-            raise bad('a part has no Content-Disposition name')
-        part.update(name=_utf8(options[b"name"], "a field name"), data=bytearray(), file=False)
-        if b"filename" in options:
-            if upload.content is not None:
-                raise bad("send one document per upload")
-            if part["name"] != "file":
-                raise bad(f"the document is in field {shown(part['name'])}; send it in a field named 'file'")
-            part["file"] = True
-            upload.filename = _utf8(options[b"filename"], "the file name")
-            upload.content = b""
-            if check_file is not None:
-                check_file(upload.filename, upload.fields)
-        elif len(upload.fields) >= UPLOAD_MAX_FIELDS:
-            raise bad(f"more than {UPLOAD_MAX_FIELDS} fields")
-
-    def on_data(data: bytes) -> None:
-        if part["file"]:
-            file_data.extend(data)
-            if len(file_data) > max_file_bytes:
-                raise ApiError(413, limit_message)
-        else:
-            part["data"].extend(data)
-            if len(part["data"]) > UPLOAD_MAX_FIELD_BYTES:
-                raise bad(f"field {part['name']!r} is over {UPLOAD_MAX_FIELD_BYTES:,} bytes")
-
-    def on_end() -> None:
-        if part["file"]:
-            return
-        name, value = part["name"], _utf8(bytes(part["data"]), f"field {part['name']!r}")
-        upload.fields[name] = value
-        if gate is not None:
-            gate.on_field(name, value)
-
-    callbacks = part_callbacks(part, on_headers, on_data, on_end)
-    try:
-        parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
-        seen = 0
-        async for chunk in request.stream():
-            seen += len(chunk)
-            if gate is not None:
-                gate.on_bytes(seen)
-            parser.write(chunk)
-        parser.finalize()
-    except FormParserError as exc:
-        raise bad(str(exc) or type(exc).__name__) from None
-    except ClientDisconnect:
-        raise ApiError(CLIENT_CLOSED, GONE) from None
-    if upload.content is not None:
-        upload.content = bytes(file_data)
-    return upload
-
-
-def _utf8(raw: bytes, what: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ApiError(400, f"could not read the multipart form: {what} is not UTF-8 text") from None
-
-
-# --- running a call --------------------------------------------------------------------------------
-def service_of(request: Request) -> TranslationService:
-    """The running translation service, or a 503 that says why there is none yet."""
-    runtime = runtime_of(request)
-    if runtime.service is None:
-        if runtime.restarting:
-            raise NotReady("the engine is restarting after a fault; retry shortly")
-        if runtime.load_error:
-            raise ApiError(503, f"the model failed to load: {runtime.load_error}")
-        raise NotReady()
-    return runtime.service
-
-
-def charge(request: Request, chars: int) -> None:
-    """Count ``chars`` against the caller's character quota (QuotaExceeded when it is spent)."""
-    runtime_of(request).access.charge(key_id_of(request), chars)
-
-
-def refund(request: Request, chars: int) -> None:
-    runtime_of(request).access.refund(key_id_of(request), chars)
-
-
-async def listen_for_disconnect(request: Request) -> None:
-    """Return when the client closes the connection. Call it only once the body has been read:
-    after that, the next ASGI message is the disconnect (as vLLM's ``with_cancellation`` waits)."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
-async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """``work``'s result; if the client goes away first, ``work`` is cancelled (its engine work
-    stops) and ClientGone is raised, which the API answers with a bare 499."""
-    task = asyncio.ensure_future(work)
-    listener = asyncio.ensure_future(listen_for_disconnect(request))
-    try:
-        await asyncio.wait({task, listener}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        listener.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-    if task.cancelled():
-        raise ClientGone()
-    return task.result()
-
-
-async def run_call(request: Request, translation: TranslationRequest) -> tuple[list[Translation], Usage]:
-    """One translation call of any API family: the caller's key put on the request (whose glossaries
-    and translation-memory entries it may use), the usage and the characters in and out recorded
-    for the request's log line and metrics, the caller's quota charged (and given back if the call
-    fails), and the work cancelled if the client goes away (ClientGone); the deadline is the
-    service's, or the request's own."""
-    service = service_of(request)
-    translation = replace(translation, key_id=key_id_of(request))
-    usage = Usage()
-    request.state.usage = usage
-    request.state.chars_in = translation.chars  # billed: the texts; a context is not
-    charge(request, translation.chars)
-    try:
-        results = await until_disconnect(request, service.translate(translation, usage))
-    except BaseException:
-        refund(request, translation.chars)
-        raise
-    request.state.chars_out = sum(len(result.text) for result in results)
-    return results, usage
-
-
-# --- documents -------------------------------------------------------------------------------------
-async def queue_document(request: Request, store: JobStore, filename: str, data: bytes, source: str,
-                         target: str, glossary: dict[str, str] | None = None,
-                         glossary_id: str | None = None, guidance: Guidance | None = None) -> Job:
-    """Queue a document job for any family (files, DeepL's /v2/document): parsed and checked by
-    the job store, and its characters charged to the caller's quota (its text only: a context is
-    not billed); a job the quota cannot pay for is removed again (QuotaExceeded)."""
-    job = await store.submit(service_of(request), filename, data, source, target, glossary,
-                             glossary_id=glossary_id, key_id=key_id_of(request), guidance=guidance)
-    request.state.chars_in = job.chars
-    try:
-        charge(request, job.chars)
-    except QuotaExceeded:
-        await store.cancel(job)  # stops it
-        await store.cancel(job)  # and, finished now, deletes it
-        raise
-    return job
-
-
-# --- streaming -------------------------------------------------------------------------------------
-STREAM_CUT = ("the server is shutting down and this stream ended before its translation was done; send the "
-              "request again (to another instance, or once the server is back)")
-SSE_PING_S = 15  # a comment line this often keeps proxies from closing a quiet stream
-
-
-class ShuttingDown(Exception):
-    """The server began to shut down before the stream's next event."""
-
-
-def closing_of(request: Request) -> ServerClosing:
-    return request.app.state.closing
-
-
-def event_stream(request: Request, content: AsyncIterator[Any]) -> EventSourceResponse:
-    """An SSE response that ends as mtserve decides when the server shuts down.
-
-    sse-starlette ends its streams the moment it sees the exit signal, with a clean end and no
-    event, so a client cannot tell a cut stream from a finished one. Here its own cut waits the
-    whole grace period, after the stream has ended itself with an event that says why.
-    """
-    settings: Settings = request.app.state.settings
-    return EventSourceResponse(content, ping=SSE_PING_S, shutdown_grace_period=settings.shutdown_grace_s)
-
-
-_END = object()
-
-
-async def next_before(items: AsyncIterator[T], moment: asyncio.Future[None]) -> T | None:
-    """The next of ``items`` (None at their end), or ShuttingDown if ``moment`` comes first; then the
-    step under way is cancelled (a translation stream's engine work with it) and waited for."""
-    if moment.done():
-        raise ShuttingDown()
-    step: asyncio.Future[Any] = asyncio.ensure_future(anext(items, _END))
-    try:
-        await asyncio.wait({step, moment}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not step.done():
-            step.cancel()
-            await asyncio.wait({step})
-    if step.cancelled():
-        raise ShuttingDown()
-    item = step.result()
-    return None if item is _END else item
-
-
-@dataclass
-class OpenStream:
-    """A service stream whose first event is in: what a family's stream body relays."""
-
-    events: AsyncIterator[StreamEvent]
-    first: StreamEvent | None
-    usage: Usage
-
-
-async def open_stream(request: Request, translation: TranslationRequest) -> OpenStream:
-    """Start a service stream for the request: the caller's key put on it, usage recorded, quota
-    charged, and its first event pulled now, so an unsupported language, a glossary that does not
-    fit or a full queue is a status before the 200 goes out (``first`` None: the stream is empty).
-    A client that hangs up while the first event waits (behind other work) cancels the stream then,
-    as it would later."""
-    service = service_of(request)
-    translation = replace(translation, key_id=key_id_of(request))
-    usage = Usage()
-    request.state.usage = usage
-    request.state.chars_in = translation.chars
-    charge(request, translation.chars)
-    events = service.stream(translation, usage)
-    try:
-        return OpenStream(events, await until_disconnect(request, anext(events, None)), usage)
-    except BaseException:
-        refund(request, translation.chars)
-        await events.aclose()
-        raise
-
-
-async def relay(request: Request, stream: OpenStream, render: Callable[[StreamEvent], Iterable[T]],
-                failed: Callable[[str], T]) -> AsyncIterator[T]:
-    """A family's stream body: each service event rendered in the family's shape, the final text's
-    length recorded, and a mid-stream failure reported in-band (the status has been sent). A stream
-    the shutdown grace period is about to cut ends with ``failed(STREAM_CUT)``."""
-    events = stream.events
-    try:
-        event = stream.first
-        while event is not None:
-            if isinstance(event, Done):
-                request.state.chars_out = len(event.translation.text)
-            for item in render(event):
-                yield item
-            event = await next_before(events, closing_of(request).cut())
-    except ShuttingDown:
-        log.info("stream ended by the shutdown", extra={"event": "stream_cut"})
-        yield failed(STREAM_CUT)
-    except Exception as exc:
-        message = str(exc) or type(exc).__name__
-        log.warning("stream failed", extra={"event": "stream_error", "error": message})
-        yield failed(message)
-    finally:
-        await events.aclose()
