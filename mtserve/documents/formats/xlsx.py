@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from mtserve.documents.formats.base import Document, Output
-from mtserve.documents.formats.office import DRAWING, Dialect, _Unit, paragraph_units, q, write_unit
+from mtserve.documents.formats.office import DRAWING
+from mtserve.documents.formats.paragraphs import Dialect, _Unit, paragraph_units, q, write_unit
 from mtserve.documents.formats.safe_zip_xml import Archive, open_zip, parse_part, rewrite_zip, serialize
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
