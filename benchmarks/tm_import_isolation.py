@@ -5,7 +5,7 @@ and two keys. Key A sends a short /translate (ja->de, a pair with no TM entries)
 first --samples times alone, then again and again while key B's POST /tm/import of a TSV runs
 (--lines lines of --chars characters of CJK text each; the defaults, 200 of 5,000, make the 3 MB
 file of the outside review's finding, which froze every translation for 44 s). The figures are
-A's latencies in both phases and the import's own time; the criterion (issue 45) is that A's
+A's latencies in both phases and the import's own time; the criterion (BENCHMARKS.md) is that A's
 slowest answer during the import stays within its slowest alone plus 1 s.
 
 By default A repeats one text, so after the first answer the translation cache serves it: what

@@ -1,5 +1,5 @@
 """A stream is admitted before its first event: a full queue is a 503 with Retry-After, never a 200
-followed by an in-band error (issue 14, defect 12)."""
+followed by an in-band error."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The /tm API and /suggest on a real uvicorn around the test-double engine: ownership between keys,
-caps, the operator's powers, the key before an upload's body, and limits (issue 18).
+caps, the operator's powers, the key before an upload's body, and limits.
 
 The same flows against the real model are in tests/integration/test_tm_live.py.
 """

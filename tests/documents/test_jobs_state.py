@@ -32,7 +32,7 @@ def slow_parse(monkeypatch, delay_s: float) -> None:
     monkeypatch.setattr(jobs_module, "parse_document", read_slowly)
 
 
-# --- files_queue holds under concurrent uploads (issue 14, defect 6) ------------------------------
+# --- files_queue holds under concurrent uploads ---------------------------------------------------
 def test_concurrent_uploads_cannot_get_past_the_queue_limit(tmp_path, monkeypatch):
     slow_parse(monkeypatch, 0.4)
     engine = SwapEngine(slots=1, delay_s=2.0)  # the admitted jobs stay queued or running throughout
@@ -70,7 +70,7 @@ def test_a_refused_or_broken_upload_gives_its_place_back(tmp_path, monkeypatch):
     assert good.status_code == 202, good.text
 
 
-# --- jobs outlive a restart (issue 14, defect 13) -------------------------------------------------
+# --- jobs outlive a restart -----------------------------------------------------------------------
 def post_job(url: str, name: str, text: str, **fields) -> dict:
     r = httpx.post(f"{url}/jobs", data={"source": "zh", "target": "en", **fields},
                    files={"file": (name, text.encode())}, timeout=TIMEOUT)

@@ -1,5 +1,5 @@
 """The translation memory's HTTP API and LibreTranslate's /suggest end to end, on `mtserve serve` with the
-real small model (issue 18): a .po imported over HTTP serves its exact matches without the engine (the
+real small model: a .po imported over HTTP serves its exact matches without the engine (the
 response and a metric say so), `tm: false` sends the same text to the model, search and delete work, two
 keys do not see each other's entries, and a suggestion serves translations only once the operator has
 accepted it, through the CLI or over HTTP. SIGTERM during a long import ends the process within the shutdown
