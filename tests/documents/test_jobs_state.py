@@ -16,7 +16,7 @@ import mtserve.documents.jobs.store as jobs_module
 from mtserve.documents.jobs.records import JobRecords
 from tests.documents.helpers import SwapEngine
 from tests.documents.samples import swap
-from tests.servers import free_port, serve
+from tests.servers import free_port, serve, wait_until
 
 TIMEOUT = 30
 
@@ -187,7 +187,9 @@ def test_expiry_deletes_records_and_files_together(tmp_path):
     with serve(SwapEngine(), home=tmp_path, files_ttl_s=0.6) as url:
         job = wait_for(url, post_job(url, "brief.txt", "一会儿就过期。")["id"])
         assert JobRecords(tmp_path / "jobs.sqlite3").count() == 1
-        time.sleep(1.5)
+        wait_until(lambda: JobRecords(tmp_path / "jobs.sqlite3").count() == 0
+                   and not [p for p in (tmp_path / "files").rglob("*") if p.is_file()],
+                   15, "the job's record and files deleted on expiry")
         gone = httpx.get(f"{url}/jobs/{job['id']}", timeout=TIMEOUT)
     assert gone.status_code == 404
     assert JobRecords(tmp_path / "jobs.sqlite3").count() == 0
