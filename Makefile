@@ -51,11 +51,11 @@ run: install
 
 test: install-test
 	$(MTSERVE) models pull $(TEST_MODEL)
-	MTSERVE_TEST_MODEL=$(TEST_MODEL) $(BIN)/pytest -q
+	MTSERVE_TEST_MODEL=$(TEST_MODEL) $(BIN)/pytest -q --durations=25
 
 # Deselects what needs the model, a browser, torch (seq2seq) or Ray; `make test` runs those too.
 test-unit: $(VENV)/.installed-test-unit
-	$(BIN)/pytest -q -m "not model and not webui and not seq2seq and not ray"
+	$(BIN)/pytest -q --durations=25 -m "not model and not webui and not seq2seq and not ray"
 
 lint: $(VENV)/.installed-test-unit
 	$(BIN)/ruff check mtserve tests benchmarks

@@ -8,7 +8,7 @@
 One xllamacpp server (the wrapper's: ``WrapperTarget.llama_server``, the server's slots and
 threads) takes every variant's requests, so the only difference is the request body:
 
-- ``wrapper``: the bare wrapper's one-line prompt (``WrapperTarget.body``), what issue 18 compares with;
+- ``wrapper``: the bare wrapper's one-line prompt (``WrapperTarget.body``), what the speed target compares with;
 - ``mtserve``: the body mtserve's engine builds for the sentence (``LlamaCppEngine.build_request``):
   system prompt, fixed few-shot examples, the script grammar;
 - ``no-grammar``: that body without the grammar;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the prompt costs: mtserve over HTTP against a bare llama.cpp wrapper with a one-line prompt
-# (`mtserve bench --wrapper`), alternated in one run (A B, then B A), at 8 clients (issue 18's target: >= 0.95x).
+# (`mtserve bench --wrapper`), alternated in one run (A B, then B A), at 8 clients (BENCHMARKS.md's target: >= 0.95x).
 #
 #   benchmarks/run_wrapper.sh qwen2.5-coder-0.5b-instruct-q4_k_m [OUT_DIR] [REQUESTS]
 #   MTSERVE_SCRIPT_GRAMMAR=retry benchmarks/run_wrapper.sh MODEL OUT   # a server setting under test

@@ -7,7 +7,7 @@ A real runtime (the model loaded, as `mtserve serve` has it) with a translation 
 text stored in the memory, timed from the call to its answer. The segments sent to the engine and
 the memory's exact matches (``mtserve_cache_misses_total``, which counts every segment that goes
 to the engine, and ``mtserve_tm_exact_matches_total``) are read before and after: the figure is
-only honest if the first did not move. The target (issue 18) is under 5 ms.
+only honest if the first did not move. The target (BENCHMARKS.md) is under 5 ms.
 """
 
 from __future__ import annotations

@@ -3,14 +3,14 @@
 Starts a real `mtserve serve` (the small model unless --model names another) with API keys on
 and two keys. Key A sends a short /translate (ja->de, a pair with no TM entries) one at a time:
 first --samples times alone, then again and again while key B's POST /tm/import of a TSV runs
-(--lines lines of --chars characters of CJK text each; the defaults, 200 of 5,000, make the 3 MB
-file of the outside review's finding, which froze every translation for 44 s). The figures are
-A's latencies in both phases and the import's own time; the criterion (issue 45) is that A's
+(--lines lines of --chars characters of CJK text each; the defaults, 200 of 5,000, make a 3 MB
+file, which froze every translation for 44 s while an import could block them). The figures are
+A's latencies in both phases and the import's own time; the criterion (BENCHMARKS.md) is that A's
 slowest answer during the import stays within its slowest alone plus 1 s.
 
 By default A repeats one text, so after the first answer the translation cache serves it: what
 is measured is the service path a translation shares with the import (the TM's pair check, the
-cache), as in the finding (0.01 s normally). --fresh sends a new sentence each time, so every
+cache) (0.01 s normally). --fresh sends a new sentence each time, so every
 answer is decoded by the model too.
 
     python benchmarks/tm_import_isolation.py [--model NAME] [--lines 200] [--chars 5000] [--json OUT]

@@ -13,7 +13,7 @@ and some have none) and 10% exact entries. Each query runs
 ``TranslationMemory.similar`` (the index lookup and the rapidfuzz ranking)
 with k=4 and the default candidates; the figures are p50/p95/p99 of the wall
 time per call (and of its CPU time, thread_time, which a busy machine
-inflates less), after a warm-up. The target (issue 18) is p95 <= 2 ms. The
+inflates less), after a warm-up. The target (BENCHMARKS.md) is p95 <= 2 ms. The
 index's recall is checked against an exhaustive rapidfuzz scan over every
 entry (untimed): how often the lookup's best score reaches the scan's, is
 within 5 points of it, and the mean gap.

@@ -1,4 +1,4 @@
-"""The twenty-line translation service issue 18 measures mtserve against, as a server of its own.
+"""The twenty-line translation service mtserve is measured against, as a server of its own.
 
     python benchmarks/wrapper_server.py MODEL.gguf --port 8793 [--threads 2 --slots 4 --ctx-per-slot 1024]
 

@@ -267,13 +267,12 @@ class Settings(BaseSettings):
         "on the guardrails' retry (retry).",
     )
     # --- translation memory (mtserve tm; tm.sqlite3 under home) ---------------------------------
-    # Tuned on the software set's dev split (QUALITY.md). With a memory of the products' own other
-    # strings, what a TM is for, k 3 at 60 gave +5.1 BLEU / +3.1 chrF over no TM, against +4.4 / +2.2
-    # at k 2 and 70 and +4.5 / +3.2 at k 4 and 50 (1.4x the time). With a memory of other projects
-    # every k and floor tried was within noise of no TM (60 a little below it in chrF, 70 level).
-    # Session 43: once strings with placeholders took part (a sixth of the software strings have one), k 2 at 60
-    # scored 57.5 / 70.3 on dev with the own memory, against 57.1 / 69.7 at k 3 and 56.7 / 69.8 at k 1,
-    # at 1.19x the time of no TM against 1.26x.
+    # Tuned on the software set's dev split (QUALITY.md; the runs in docs/decisions/017-tm-retrieval.md).
+    # With a memory of the products' own other strings, what a TM is for, and the strings with
+    # placeholders taking part (a sixth of the software strings have one), k 2 at 60 scored 57.5 / 70.3
+    # BLEU / chrF against 48.2 / 64.7 without a memory, 57.1 / 69.7 at k 3 and 56.7 / 69.8 at k 1, at
+    # 1.19x the time of no TM against 1.26x at k 3; a floor of 70 gave fewer strings examples and less.
+    # With a memory of other projects every k and floor tried was within noise of no TM.
     tm_k: int = Field(
         2, ge=0, description="Translation memory: most similar entries a segment gets as examples (0 = none)."
     )

@@ -18,8 +18,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import uvicorn
@@ -32,6 +33,19 @@ from mtserve.settings import Settings
 
 TEST_MODEL = os.environ.get("MTSERVE_TEST_MODEL", "qwen2.5-coder-0.5b-instruct-q4_k_m")
 SERVER_START_TIMEOUT_S = 180
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.05) -> T:
+    """Poll ``predicate`` until it returns something true, and return that: the moment a test waits
+    for, where a fixed sleep would race a loaded machine (or waste time on an idle one). An
+    AssertionError naming ``what`` if it has not come within ``timeout_s``. From a coroutine whose
+    loop must keep running meanwhile: ``await asyncio.to_thread(wait_until, ...)``."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s} s"
+        time.sleep(interval_s)
+    return value
 
 
 def free_port() -> int:

@@ -16,7 +16,7 @@ from mtserve.api.app import create_app
 from mtserve.api.server import server_config
 from mtserve.settings import Settings
 from tests.fakes import FakeEngine
-from tests.servers import free_port, serve
+from tests.servers import free_port, serve, wait_until
 
 
 def translate(url, q="你好。", **kw):
@@ -39,7 +39,7 @@ def test_full_queue_answers_503_with_retry_after():
             async with httpx.AsyncClient(timeout=30) as client:
                 first = asyncio.create_task(
                     client.post(f"{url}/translate", json={"q": "慢。", "source": "zh", "target": "en"}))
-                await asyncio.sleep(0.3)
+                await asyncio.to_thread(wait_until, lambda: engine.calls, 10, "the first request in the engine")
                 second = await client.post(f"{url}/translate",
                                            json={"q": "快。", "source": "zh", "target": "en"})
                 return await first, second
@@ -57,7 +57,7 @@ def test_deadline_answers_504_and_cancels_engine_work():
         t0 = time.monotonic()
         r = translate(url, q="很慢的句子。")
         elapsed = time.monotonic() - t0
-        time.sleep(0.5)
+        wait_until(lambda: engine.cancelled, 3, "the engine work cancelled")
     assert r.status_code == 504 and "deadline" in r.json()["error"]
     assert elapsed < 2.0
     assert engine.cancelled == ["很慢的句子。"]
@@ -298,7 +298,7 @@ def test_work_cut_by_the_shutdown_grace_period_gets_a_json_503():
 
     client = threading.Thread(target=slow_request)
     client.start()
-    time.sleep(0.5)
+    wait_until(lambda: engine.in_flight, 10, "the request in the engine")
     server.should_exit = True  # what SIGTERM does
     client.join(timeout=10)
     thread.join(timeout=10)

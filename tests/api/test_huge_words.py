@@ -1,5 +1,5 @@
 """One huge "word" is cut into segments that fit the engine, and the pieces join back with nothing
-added between them (issue 14, defect 14)."""
+added between them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """With require_api_key on, every route that does or reveals work needs the key, and an upload's key
-is checked before its body is read (issue 14, defect 10)."""
+is checked before its body is read."""
 
 from __future__ import annotations
 

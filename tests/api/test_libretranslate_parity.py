@@ -1,4 +1,4 @@
-"""LibreTranslate clients work unchanged (issue 17): fields as Flask reads them (JSON, a UTF-8 form, the
+"""LibreTranslate clients work unchanged: fields as Flask reads them (JSON, a UTF-8 form, the
 query string of a POST), /frontend/settings, /health, /spec, and LibreTranslate's own error strings
 and status codes, with mtserve's advice in a separate ``hint``. A real uvicorn on loopback around the
 test double engine: what is tested here is the HTTP surface, which the model adds nothing to.

@@ -1,5 +1,5 @@
 """Where /v1/chat/completions finds the target language in a system prompt: the same answers as the
-one regex it used to be, in linear time, and never stalling the event loop (issue 14, defect 2)."""
+one regex it used to be, in linear time, and never stalling the event loop."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The one reader of request fields (mtserve/api/fields.py): JSON within bounds, and fields of the
-wrong type refused by name, on every API family (issue 14, defect 7: the API-body 500s)."""
+wrong type refused by name, on every API family (a 400 naming the field, never a 500)."""
 
 from __future__ import annotations
 

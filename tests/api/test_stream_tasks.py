@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.fakes import FakeEngine
-from tests.servers import running_server
+from tests.servers import running_server, wait_until
 
 TEXT = "第一句。挂起的句子。"
 STREAMS = {
@@ -47,7 +47,9 @@ def test_a_stream_whose_client_hangs_up_leaves_no_task_behind(family: str):
                     seen += line
                     if "句" in seen and "。" in seen:  # the first sentence's end: the stream moves on
                         break
-                time.sleep(0.5)  # to wait for the hung sentence's deltas; then hang up
+                # the stream now waits for the hung sentence's deltas; hang up once it is in the engine
+                wait_until(lambda: any("挂起" in call.text for call in engine.calls), 10,
+                           "the hung sentence in the engine")
             deadline = time.monotonic() + 10
             left = Counter(tasks_on(loop)) - before
             while left and time.monotonic() < deadline:

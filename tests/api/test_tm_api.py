@@ -1,5 +1,5 @@
 """The /tm API and /suggest on a real uvicorn around the test-double engine: ownership between keys,
-caps, the operator's powers, the key before an upload's body, and limits (issue 18).
+caps, the operator's powers, the key before an upload's body, and limits.
 
 The same flows against the real model are in tests/integration/test_tm_live.py.
 """
@@ -83,8 +83,8 @@ def test_the_operator_imports_searches_lists_and_deletes_and_translate_serves_at
 
 
 def test_translations_answer_while_another_keys_import_holds_its_write_transaction(tmp_path, monkeypatch):
-    """Finding: one key's TM import froze every translation on the server. Here the import is held inside
-    its write transaction until the translations have answered."""
+    """One key's TM import does not freeze the other translations on the server. Here the import is held
+    inside its write transaction until the translations have answered."""
     store = KeyStore(tmp_path / "keys.sqlite3")
     a, _ = store.add(name="a")
     b, _ = store.add(name="b")
@@ -129,8 +129,8 @@ def test_an_upload_over_the_file_limit_is_413_naming_the_setting(tmp_path):
 
 
 def test_a_tm_file_is_parsed_in_the_sandbox_under_its_memory_limit_and_the_server_goes_on(tmp_path):
-    """Finding: TM files were parsed in the server process, outside the document sandbox: six imports of
-    an 18.8 MB TMX at once took it from 346 MiB to 2.26 GiB."""
+    """TM files are parsed in the document sandbox, not in the server process: parsed there, six imports
+    of an 18.8 MB TMX at once took it from 346 MiB to 2.26 GiB."""
     catalog = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n\n' + "".join(
         f'msgid "Open file number {i}"\nmsgstr "打开第{i}个文件"\n\n' for i in range(60_000))  # polib: ~1 kB each
     with serve(FakeEngine(), home=tmp_path, files_parse_memory_mb=30) as url:
@@ -222,7 +222,7 @@ def test_suggestions_wait_for_the_operator_and_are_capped_per_key(keyed):
 
 
 def test_the_bytes_cap_refuses_an_import_whose_text_would_pass_it_and_names_its_setting(tmp_path):
-    """Finding: caps counted entries, not bytes, so a key could store entries of 5,000 characters each."""
+    """The caps count bytes too: counting entries alone, a key could store entries of 5,000 characters each."""
     store = KeyStore(tmp_path / "keys.sqlite3")
     one, first = store.add(name="one")
     two, _ = store.add(name="two")
@@ -239,7 +239,8 @@ def test_the_bytes_cap_refuses_an_import_whose_text_would_pass_it_and_names_its_
 
 
 def test_suggestions_are_capped_in_bytes_per_key_and_callers_without_one_share_theirs(tmp_path):
-    """Finding: 100 anonymous /suggest calls of 5,000 characters grew the store by 46 MB."""
+    """Suggestions are capped in bytes: without a cap, 100 anonymous /suggest calls of 5,000 characters grew
+    the store by 46 MB."""
     store = KeyStore(tmp_path / "keys.sqlite3")
     one, first = store.add(name="one")
     long = {"q": "长" * 30, "s": "long " * 4, "source": "zh", "target": "en"}  # 90 + 20 bytes

@@ -15,7 +15,7 @@ from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han, swap
 from tests.hostile.bodies import MULTIPART, multipart
-from tests.servers import raw_request, serve
+from tests.servers import raw_request, serve, wait_until
 
 TIMEOUT = 30
 
@@ -209,7 +209,8 @@ def test_cancelling_a_running_job_stops_its_engine_work(tmp_path):
         assert engine.in_flight == 1
         cancelled = httpx.delete(f"{url}/jobs/{job_id}", timeout=TIMEOUT)
         calls_then = len(engine.calls)
-        time.sleep(1.0)
+        wait_until(lambda: engine.cancelled and not engine.in_flight, 10, "the segment in the engine stopped")
+        time.sleep(0.3)  # room for a queued segment to start, had the cancel left one queued
         job = httpx.get(f"{url}/jobs/{job_id}").json()
         events = httpx.get(f"{url}/jobs/{job_id}/events", timeout=TIMEOUT).text
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
@@ -258,7 +259,7 @@ def test_interactive_requests_go_before_a_document(tmp_path):
         r = upload(url, "big.txt", "\n".join(f"文档句子{i}。" for i in range(24)).encode(), path="/jobs")
         job_id = r.json()["id"]
         wait_for(url, job_id, statuses=("running",))
-        time.sleep(0.3)
+        wait_until(lambda: engine.in_flight, 10, "a segment of the document in the engine")
         started = time.monotonic()
         quick = httpx.post(f"{url}/translate", json={"q": "急事。", "source": "zh", "target": "en"},
                            timeout=TIMEOUT)

@@ -1,4 +1,4 @@
-"""Regression tests for hostile documents (issue 14): each one failed before its fix.
+"""Regression tests for hostile documents: each one failed before its fix.
 
 The broad sweep (every hostile file through every reader) is in test_hostile_files.py; these pin
 one defect each, with the message the user gets.
@@ -172,7 +172,7 @@ def test_pdf_layout_of_crowded_pages_is_bounded(name):
     assert elapsed < 10, elapsed
 
 
-# --- the 500s of defect 7 -----------------------------------------------------------------------------
+# --- input that once raised a 500: a limit or a document error ----------------------------------------
 def test_1500_nested_runs_are_a_limit_not_a_recursion_error():
     case = _case("xml-1500-nested-runs")
     with pytest.raises(LimitExceeded, match="nested more than"):

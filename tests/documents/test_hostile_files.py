@@ -111,6 +111,6 @@ def test_every_hostile_upload_gets_a_json_4xx_or_its_translation(server):
     print(f"server process RSS: {before / 2**20:.0f} MiB before, peak {peak / 2**20:.0f} MiB (+{grown:.0f})")
     assert not failures, "\n".join(failures)
     # The parses ran in the worker: this process (client and server) only held the uploads (up to ~10 MB
-    # each), their segments and the results. Measured on 2026-12-03: +235 to +284 MiB so (the old bound of
-    # 250 failed a clean run at 284), +408 MiB with files_parse_workers=0, the parse trees in this process.
+    # each), their segments and the results. Measured: +235 to +284 MiB so (a bound of 250 fails a clean
+    # run), +408 MiB with files_parse_workers=0, the parse trees in this process.
     assert grown < 340, grown

@@ -16,7 +16,7 @@ import mtserve.documents.jobs.store as jobs_module
 from mtserve.documents.jobs.records import JobRecords
 from tests.documents.helpers import SwapEngine
 from tests.documents.samples import swap
-from tests.servers import free_port, serve
+from tests.servers import free_port, serve, wait_until
 
 TIMEOUT = 30
 
@@ -32,7 +32,7 @@ def slow_parse(monkeypatch, delay_s: float) -> None:
     monkeypatch.setattr(jobs_module, "parse_document", read_slowly)
 
 
-# --- files_queue holds under concurrent uploads (issue 14, defect 6) ------------------------------
+# --- files_queue holds under concurrent uploads ---------------------------------------------------
 def test_concurrent_uploads_cannot_get_past_the_queue_limit(tmp_path, monkeypatch):
     slow_parse(monkeypatch, 0.4)
     engine = SwapEngine(slots=1, delay_s=2.0)  # the admitted jobs stay queued or running throughout
@@ -70,7 +70,7 @@ def test_a_refused_or_broken_upload_gives_its_place_back(tmp_path, monkeypatch):
     assert good.status_code == 202, good.text
 
 
-# --- jobs outlive a restart (issue 14, defect 13) -------------------------------------------------
+# --- jobs outlive a restart -----------------------------------------------------------------------
 def post_job(url: str, name: str, text: str, **fields) -> dict:
     r = httpx.post(f"{url}/jobs", data={"source": "zh", "target": "en", **fields},
                    files={"file": (name, text.encode())}, timeout=TIMEOUT)
@@ -187,7 +187,9 @@ def test_expiry_deletes_records_and_files_together(tmp_path):
     with serve(SwapEngine(), home=tmp_path, files_ttl_s=0.6) as url:
         job = wait_for(url, post_job(url, "brief.txt", "一会儿就过期。")["id"])
         assert JobRecords(tmp_path / "jobs.sqlite3").count() == 1
-        time.sleep(1.5)
+        wait_until(lambda: JobRecords(tmp_path / "jobs.sqlite3").count() == 0
+                   and not [p for p in (tmp_path / "files").rglob("*") if p.is_file()],
+                   15, "the job's record and files deleted on expiry")
         gone = httpx.get(f"{url}/jobs/{job['id']}", timeout=TIMEOUT)
     assert gone.status_code == 404
     assert JobRecords(tmp_path / "jobs.sqlite3").count() == 0

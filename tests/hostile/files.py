@@ -552,7 +552,7 @@ def _text_cases() -> list[HostileFile]:
     add("po-too-many-entries", "entries.po",
         b"".join(b'msgid "m%d"\nmsgstr ""\n\n' % i for i in range(6000)), "limit")
     add("po-placeholder-scan", "dollar.po", b'msgid "' + b"$t(" * 60_000 + b'"\nmsgstr ""\n', "ok")
-    # each was read in quadratic time (session 41): a catalog string's inline tags numbered by counting
+    # each was read in quadratic time: a catalog string's inline tags numbered by counting
     # the ones before (80,000 characters of "<p>" took 9 s), unclosed ICU branches each scanned to the
     # end, a run of colons tried as a clause end from each colon
     add("po-many-inline-tags", "tags.po", b'msgid "' + b"<p>" * 20_000 + b'"\nmsgstr ""\n', "ok")

@@ -175,9 +175,9 @@ def test_a_cancelled_document_job_stops_its_decode(cancel_server, pace):
 
 def test_cancelled_segments_queued_inside_llama_cpp_do_not_hold_the_slot(cancel_server, pace):
     """Three segments on one slot (two of them queued inside llama.cpp, queue_ahead) past their deadline
-    free the slot within one prefill. Once an expected failure (32 s against a 19 s bound: each queued
-    segment got its full prefill before it could be told to stop); it has passed in every run on record since
-    (3.4-4.3 s against 6.4-6.8 s, 2026-12-03), so it guards the behaviour now."""
+    free the slot within one prefill: a queued segment is told to stop before it gets a prefill of its
+    own. Measured at 3.4-4.8 s against bounds of 6.2-7.2 s; with each queued segment given its full
+    prefill before it could be told to stop, the slot was free after 32 s against a 19 s bound."""
     three = "".join(long_text(day) for day in ("星期五", "星期六", "周末"))  # three segments
     timeout_s = round(max(1.0, pace.first_s / 2), 1)
     r = httpx.post(f"{cancel_server}/translate", timeout=300,

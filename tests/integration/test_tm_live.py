@@ -1,5 +1,5 @@
 """The translation memory's HTTP API and LibreTranslate's /suggest end to end, on `mtserve serve` with the
-real small model (issue 18): a .po imported over HTTP serves its exact matches without the engine (the
+real small model: a .po imported over HTTP serves its exact matches without the engine (the
 response and a metric say so), `tm: false` sends the same text to the model, search and delete work, two
 keys do not see each other's entries, and a suggestion serves translations only once the operator has
 accepted it, through the CLI or over HTTP. SIGTERM during a long import ends the process within the shutdown
@@ -198,8 +198,8 @@ def long_lines_tsv(lines: int, chars: int = 5000) -> bytes:
 
 
 def test_sigterm_during_a_tm_import_exits_within_the_grace_period(model_path, tmp_path):
-    """Finding: the client got its 503 when the grace ran out, but the process went on until the import was
-    done (59 s, past a 20 s grace): the import thread could not be stopped."""
+    """An import stops at shutdown. An import thread that could not be stopped gave the client its 503 when
+    the grace ran out, but kept the process going until the import was done (59 s, past a 20 s grace)."""
     grace_s = 3
     env = {"MTSERVE_SHUTDOWN_GRACE_S": str(grace_s), "MTSERVE_HOME": str(tmp_path), "MTSERVE_THREADS": "1"}
     data = long_lines_tsv(400)  # 2,000,000 index rows: minutes of writing here

@@ -89,7 +89,7 @@ def test_html_keeps_its_markup(live_server):
     out = r.json()["translatedText"]
     kept = r'<p class="x">[^<]+<b>[^<]+</b>[^<]*</p><script>var a = "不要翻译";</script>'
     assert re.fullmatch(kept, out), out
-    # translated in context (issue 16): "I like <b>cats</b>." -- the tag on the word it held
+    # the tag put back on the word it held: "I like <b>cats</b>."
     bold = re.search(r"<b>([^<]+)</b>", out).group(1)
     assert words(bold) & {"cat", "cats"}, out
 
@@ -205,7 +205,7 @@ def test_bad_input_gets_a_clear_json_error(live_server, kwargs, status, fragment
 
 
 def test_a_raw_utf8_form_from_curl_is_translated(live_server):
-    # curl -d 'q=你好世界&source=auto&target=en' localhost:8000/translate, byte for byte (issue 17)
+    # curl -d 'q=你好世界&source=auto&target=en' localhost:8000/translate, byte for byte, as LibreTranslate takes it
     form = {"content-type": "application/x-www-form-urlencoded"}
     with engine_generates(live_server):
         r = post(live_server, "/translate", content="q=你好世界&source=auto&target=en".encode(), headers=form)

@@ -1,4 +1,4 @@
-"""Hugging Face downloads against a misbehaving local HTTP server on 127.0.0.1 (issue 14, defect 11).
+"""Hugging Face downloads against a misbehaving local HTTP server on 127.0.0.1.
 
 The server drops the connection mid-body, lies about Content-Length, and honours or ignores
 Range, as flaky networks and proxies do. A download must never leave a truncated file under the

@@ -1,4 +1,4 @@
-"""Who may see, use and delete stored glossaries when API keys are on; their caps (issue 14, defect 8).
+"""Who may see, use and delete stored glossaries when API keys are on; their caps.
 
 A key lists, reads, uses and deletes its own glossaries; the operator's (made with the CLI, no
 owner) are readable and usable by every caller and deletable by none through the API; a caller

@@ -58,7 +58,7 @@ def test_access_control_policy(tmp_path):
         strict.admit(None, "ip")
 
 
-# --- anonymous callers by network, and a bounded table (issue 14, defect 9) ------------------------
+# --- anonymous callers by network, and a bounded table ---------------------------------------------
 @pytest.mark.parametrize("ip, network", [
     ("203.0.113.7", "203.0.113.7"),
     ("::ffff:203.0.113.7", "203.0.113.7"),  # IPv4-mapped IPv6 is the IPv4 caller

@@ -120,6 +120,14 @@ def run(coro):
     return asyncio.run(coro)
 
 
+async def engine_busy(engine: FakeBatchEngine, timeout_s: float = 10.0) -> None:
+    """Wait, on the event loop, until the engine has begun its first batch (bounded)."""
+    deadline = time.monotonic() + timeout_s
+    while not engine.calls:
+        assert time.monotonic() < deadline, f"the engine began no batch within {timeout_s} s"
+        await asyncio.sleep(0.002)
+
+
 def test_a_batching_engine_gets_a_batcher_and_an_llm_engine_does_not():
     assert isinstance(FakeBatchEngine(), BatchingEngine)
     assert isinstance(batcher_for(FakeBatchEngine(max_batch_size=4), 5), DynamicBatcher)
@@ -203,7 +211,7 @@ def test_a_partial_batch_is_held_while_the_engine_is_busy_until_max_queue_delay(
         scheduler = await started(engine, max_queue_delay_ms=150)
         async with scheduler.ticket(10) as ticket:
             first = ticket.submit(req("first"))  # idle engine: goes at once, alone
-            await asyncio.sleep(0.05)
+            await engine_busy(engine)
             t_second = time.monotonic()
             second = ticket.submit(req("second"))  # engine busy: held for company
             await asyncio.sleep(0.05)
@@ -228,7 +236,7 @@ def test_a_held_batch_goes_when_the_engine_goes_idle():
         scheduler = await started(engine, max_queue_delay_ms=5000)
         async with scheduler.ticket(10) as ticket:
             first = ticket.submit(req("first"))
-            await asyncio.sleep(0.03)
+            await engine_busy(engine)
             t_second = time.monotonic()
             second = ticket.submit(req("second"))
             await ticket.wait([first, second])
@@ -252,7 +260,7 @@ def test_batches_stay_fair_across_requests():
                 await ticket.wait([ticket.submit(req(f"doc{i}")) for i in range(24)])
 
         async def short():
-            await asyncio.sleep(0.02)  # arrives while the first document batch runs
+            await engine_busy(engine)  # arrives while the first document batch runs
             async with scheduler.ticket(30) as ticket:
                 await ticket.wait([ticket.submit(req("short"))])
 
@@ -312,8 +320,7 @@ def test_a_job_cancelled_while_its_batch_is_held_never_reaches_the_engine():
         scheduler = await started(engine, max_queue_delay_ms=300)
         async with scheduler.ticket(10) as busy:
             first = busy.submit(req("first"))  # idle engine: dispatched at once, alone
-            while not engine.calls:
-                await asyncio.sleep(0.01)
+            await engine_busy(engine)
             async with scheduler.ticket(10) as gone:
                 held = gone.submit(req("held"))  # engine busy: taken into a batch that is held
                 await asyncio.sleep(0.05)
@@ -336,8 +343,7 @@ def test_a_job_whose_request_ended_while_a_segment_ran_is_cancelled_and_the_next
         scheduler = await started(engine)
         async with scheduler.ticket(10) as ticket:
             first = ticket.submit(req("first"))
-            while not engine.calls:
-                await asyncio.sleep(0.01)
+            await engine_busy(engine)
         # the ticket closed with "first" running; a new request still runs normally
         async with scheduler.ticket(10) as ticket:
             [outcome] = await ticket.wait([ticket.submit(req("second"))])

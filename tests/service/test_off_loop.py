@@ -1,5 +1,5 @@
 """Long text is read, cut and planned in a worker thread, so megabytes of it cannot stall the event
-loop (issue 14: a single-line document of a million characters once held /health for 35 s); short
+loop (on the loop, a single-line document of a million characters held /health for 35 s); short
 text stays on the loop. The answer and the usage are the same either way."""
 
 from __future__ import annotations

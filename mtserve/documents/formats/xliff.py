@@ -32,9 +32,9 @@ translation lost, added, unbalanced or moved one that must keep its place
 (2.x ``canReorder="no"``; the starts and ends ``bpt``/``ept``, ``bx``/``ex``,
 ``sc``/``ec``, ``sm``/``em``, so that an end never comes before its start).
 
-TODO(issue 16): replace the tokens with the inline-markup model of
-``mtserve.text`` (numbered inline tags translated in context) once it is
-merged; this module's ``_Codes`` is the only place that would change.
+TODO: replace the tokens with the inline-markup model of
+``mtserve.text.markup`` (numbered inline tags put back on the translation);
+this module's ``_Codes`` is the only place that would change.
 """
 
 from __future__ import annotations
