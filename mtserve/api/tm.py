@@ -29,6 +29,7 @@ from mtserve.api.fields import read_fields, text_field
 from mtserve.api.keys import admit, key_id_of, request_key, runtime_of
 from mtserve.api.uploads import KeyGate, read_upload
 from mtserve.documents.jobs.sandbox import read_tm_file
+from mtserve.service.background import in_background
 from mtserve.service.tm import TMEntry, TMMatch
 from mtserve.service.tm_access import (
     MAX_PAGE,
@@ -145,9 +146,11 @@ async def import_file(request: Request):
     # is over): the parse stops, or the write at its next batch, instead of holding the process up.
     cancel = threading.Event()
     try:
-        result = await _call(_access(request).import_file, _scope(request), upload.content, upload.filename or "",
-                             fields.get("format"), fields.get("source"), fields.get("target"), fields.get("origin"),
-                             languages, read=functools.partial(read_tm_file, settings), cancel=cancel)
+        # on a low-priority thread: the import's CPU goes to whatever the engine leaves
+        result = await in_background(_access(request).import_file, _scope(request), upload.content,
+                                     upload.filename or "", fields.get("format"), fields.get("source"),
+                                     fields.get("target"), fields.get("origin"), languages,
+                                     read=functools.partial(read_tm_file, settings), cancel=cancel)
     finally:
         cancel.set()
     report = result.report
