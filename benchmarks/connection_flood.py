@@ -229,9 +229,10 @@ def stream_request(port: int, chars: int) -> bytes:
 
 
 async def stalled_streams(url: str, host: str, port: int, count: int, chars: int, phase: Phase,
-                          seconds: float) -> None:
-    """``count`` streams never read, ``count`` reset after their first bytes; then the queue as /health
-    sees it, and whether other callers are admitted meanwhile."""
+                          seconds: float, other_key: str | None = None) -> None:
+    """``count`` streams never read, ``count`` reset after their first bytes, all from one anonymous
+    caller; then the queue as /health sees it, and whether another caller (with ``other_key``: an API
+    key's, a caller of its own; without: the same address) is admitted meanwhile."""
     stalled = await open_many(host, port, count, rcvbuf=4096)
     resetting = await open_many(host, port, count)
     request = stream_request(port, chars)
@@ -253,7 +254,9 @@ async def stalled_streams(url: str, host: str, port: int, count: int, chars: int
 
     async def other_caller(client: httpx.AsyncClient) -> None:
         try:
-            r = await client.post(f"{url}/translate", json={"q": "你好。", "source": "zh", "target": "en"})
+            headers = {"Authorization": f"Bearer {other_key}"} if other_key else {}
+            r = await client.post(f"{url}/translate", json={"q": "你好。", "source": "zh", "target": "en"},
+                                  headers=headers)
             others[r.status_code] += 1
         except httpx.HTTPError as exc:
             others[type(exc).__name__] += 1
@@ -330,7 +333,8 @@ async def run(args: argparse.Namespace, url: str, proc: psutil.Process, log_path
         await phase(f"over the bound by {args.over}", over)
     if args.stalled:
         await phase(f"stalled streams x{args.stalled} (+{args.stalled} reset)",
-                    lambda e: stalled_streams(url, host, port, args.stalled, args.stream_chars, e, args.stream_s))
+                    lambda e: stalled_streams(url, host, port, args.stalled, args.stream_chars, e, args.stream_s,
+                                              args.other_key))
     await phase("quiet again", quiet)
     stop.set()
     await asyncio.gather(*tasks)
@@ -362,6 +366,8 @@ def main() -> int:
     parser.add_argument("--stream-s", type=float, default=75.0,
                         help="how long the stalled-stream phase watches (past the 60 s request deadline)")
     parser.add_argument("--probe-every-s", type=float, default=0.2)
+    parser.add_argument("--other-key", help="with --url: an API key for the caller measured beside the flood "
+                        "(a server this script starts has keys on and makes one)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.server_env)
@@ -378,6 +384,12 @@ def main() -> int:
         log_path = Path(home) / "server.log"
         env.setdefault("MTSERVE_HOME", home)
         env.setdefault("MTSERVE_MAX_CONNECTIONS", str(args.max_connections))
+        # keys on, anonymous use allowed: the flood is one anonymous caller, the other caller has a key
+        env.setdefault("MTSERVE_API_KEYS", "true")
+        env.setdefault("MTSERVE_ANONYMOUS_RPM", "1000000")  # the flood is measured past the rate limit
+        from mtserve.service.access import KeyStore
+
+        args.other_key, _ = KeyStore(Path(env["MTSERVE_HOME"]) / "keys.sqlite3").add(name="other caller")
         server = start_server(model_path(args.model), env, port, log_path)
     try:
         wait_ready(url, server)

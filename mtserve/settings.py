@@ -194,6 +194,12 @@ class Settings(BaseSettings):
     max_queue: int = Field(
         64, description="Requests admitted at once; beyond this the API answers 503."
     )
+    max_queue_per_caller: int = Field(
+        32, description="Requests one caller (an API key, or a client address without one: an IPv4 address "
+        "or an IPv6 /64) may have admitted at once; beyond this it gets 429 with Retry-After while the others "
+        "are still admitted, so one caller's flood (streams it stops reading, a burst of calls) cannot fill "
+        "the queue. 32: half of max_queue's default. Document jobs and the CLI are not counted. 0 = no cap."
+    )
     request_timeout_s: float = Field(
         60.0, description="Deadline per request; past it the API answers 504."
     )

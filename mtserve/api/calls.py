@@ -14,7 +14,7 @@ from fastapi import Request
 from sse_starlette.sse import EventSourceResponse
 
 from mtserve.api.errors import ApiError, ClientGone, NotReady
-from mtserve.api.keys import key_id_of, runtime_of
+from mtserve.api.keys import caller_of, key_id_of, runtime_of
 from mtserve.api.protocol import ServerClosing
 from mtserve.service.request import Done, StreamEvent, Translation, TranslationRequest, Usage
 from mtserve.service.translator import TranslationService
@@ -79,7 +79,7 @@ async def run_call(request: Request, translation: TranslationRequest) -> tuple[l
     fails), and the work cancelled if the client goes away (ClientGone); the deadline is the
     service's, or the request's own."""
     service = service_of(request)
-    translation = replace(translation, key_id=key_id_of(request))
+    translation = replace(translation, key_id=key_id_of(request), caller=caller_of(request))
     usage = Usage()
     request.state.usage = usage
     request.state.chars_in = translation.chars  # billed: the texts; a context is not
@@ -155,7 +155,7 @@ async def open_stream(request: Request, translation: TranslationRequest) -> Open
     A client that hangs up while the first event waits (behind other work) cancels the stream then,
     as it would later."""
     service = service_of(request)
-    translation = replace(translation, key_id=key_id_of(request))
+    translation = replace(translation, key_id=key_id_of(request), caller=caller_of(request))
     usage = Usage()
     request.state.usage = usage
     request.state.chars_in = translation.chars

@@ -32,7 +32,7 @@ from mtserve.service.glossary import (
     UnusableGlossaryId,
 )
 from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
-from mtserve.service.scheduler import DeadlineExceeded, QueueFull, SchedulerStopped
+from mtserve.service.scheduler import CallerBusy, DeadlineExceeded, QueueFull, SchedulerStopped
 from mtserve.service.tm import TMBusy, TMError, TMTooLarge
 from mtserve.service.tm_access import TMForbidden, UnknownEntry
 from mtserve.text.languages import language_name
@@ -171,6 +171,7 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (StorageUnavailable, ErrorStatus(507)),  # the disk is full or read-only: no upload or result stored
     (DocumentError, ErrorStatus(400)),
     (QueueFull, ErrorStatus(503, _retry_after(lambda exc: exc.retry_after_s))),
+    (CallerBusy, ErrorStatus(429, _retry_after(lambda exc: exc.retry_after_s))),
     (SchedulerStopped, ErrorStatus(503, lambda exc: {"Retry-After": "5"})),
     (DeadlineExceeded, ErrorStatus(504)),
     (PromptTooLong, ErrorStatus(413)),  # a segment the model's context cannot hold, even without its context

@@ -14,7 +14,7 @@ from typing import TypeVar
 from fastapi import Request
 
 from mtserve.documents.jobs.store import ALL_OWNERS
-from mtserve.service.access import AccessDenied
+from mtserve.service.access import AccessDenied, client_network
 from mtserve.service.runtime import Runtime
 
 T = TypeVar("T")
@@ -56,6 +56,13 @@ def admit(request: Request, body_key: str | None = None) -> None:
 def key_id_of(request: Request) -> str | None:
     """The id of the API key that admit() or authorize() accepted for this request; None without one."""
     return getattr(request.state, "key_id", None)
+
+
+def caller_of(request: Request) -> str:
+    """Whom a request counts against for its fair share of admission: its API key, or without one
+    the client's network (an IPv4 address, an IPv6 /64), as the anonymous rate limit counts it."""
+    key_id = key_id_of(request)
+    return f"key:{key_id}" if key_id else f"net:{client_network(_ip(request))}"
 
 
 def job_owner(request: Request) -> str | None:

@@ -15,7 +15,8 @@ from typing import Iterable
 from mtserve.settings import Settings
 
 SERVICE_FIELDS = ("home", "model", "engine", "threads", "n_parallel", "ctx_per_slot", "prompt_cache_ram_mib",
-                  "llama_params", "queue_ahead", "max_output_tokens", "max_queue", "request_timeout_s", "cache_size",
+                  "llama_params", "queue_ahead", "max_output_tokens", "max_queue", "max_queue_per_caller",
+                  "request_timeout_s", "cache_size",
                   "segment_max_chars", "segment_budget_chars", "paragraph_slots",
                   "detect_prior", "log_level", "log_format",
                   # seq2seq engines and the dynamic batcher

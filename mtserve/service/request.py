@@ -34,7 +34,8 @@ class TranslationRequest:
     are followed where the target marks it. ``tags`` says how "html" and "xml" markup splits text.
     ``memory=False`` leaves the translation memory out. ``one_source`` detects an "auto" source
     once over all the texts together (short blocks of one document say little alone).
-    ``deadline_s`` None is the server's deadline.
+    ``deadline_s`` None is the server's deadline. ``caller`` is whom the request counts against for
+    a fair share of admission (max_queue_per_caller): an API key, or a client's network; None: none.
     """
 
     texts: tuple[str, ...]
@@ -50,6 +51,7 @@ class TranslationRequest:
     deadline_s: float | None = None
     priority: Priority = Priority.INTERACTIVE
     key_id: str | None = None
+    caller: str | None = None
     one_source: bool = False
 
     def __post_init__(self) -> None:

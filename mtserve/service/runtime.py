@@ -108,6 +108,7 @@ class Runtime:
             self.engine.translate,
             concurrency=self.engine.max_concurrency,
             max_queue=self.settings.max_queue,
+            max_per_caller=self.settings.max_queue_per_caller,
             metrics=self.metrics,
             on_engine_dead=self._engine_dead,
             batcher=batcher,

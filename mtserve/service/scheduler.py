@@ -68,6 +68,16 @@ class QueueFull(RuntimeError):
         self.retry_after_s = retry_after_s
 
 
+class CallerBusy(RuntimeError):
+    """One caller already holds as many admitted requests as one caller may."""
+
+    def __init__(self, held: int, retry_after_s: int):
+        super().__init__(f"this caller already has {held} requests in progress, the most one caller may have "
+                         f"at once (MTSERVE_MAX_QUEUE_PER_CALLER); send more as they finish (retry in "
+                         f"{retry_after_s} s)")
+        self.retry_after_s = retry_after_s
+
+
 class DeadlineExceeded(TimeoutError):
     pass
 
@@ -92,6 +102,7 @@ class Ticket:
     pending: deque[Job] = field(default_factory=deque)
     running: set[Job] = field(default_factory=set)
     closed: bool = False
+    caller: str | None = None  # whom it counts against for max_per_caller; None: not counted
     owed_turns: int = 0  # turns to let others take first: its last segment held several sentences
 
     def submit(self, request: EngineRequest, on_delta: DeltaCallback | None = None,
@@ -135,6 +146,7 @@ class Scheduler:
         on_engine_dead: Callable[[Exception], None] | None = None,
         batcher: DynamicBatcher | None = None,
         long_jobs_per_ticket: int | None = None,
+        max_per_caller: int = 0,
     ):
         # One worker loop for every engine: a segment-at-a-time engine is a batch policy of size 1.
         self._batcher = batcher if batcher is not None else DynamicBatcher.one_at_a_time(engine_call)
@@ -144,6 +156,7 @@ class Scheduler:
         # segments of several sentences one ticket may run at once; None: no cap
         self.long_jobs_per_ticket = None if long_jobs_per_ticket is None else max(1, long_jobs_per_ticket)
         self.max_queue = max(1, max_queue)
+        self.max_per_caller = max(0, max_per_caller)  # 0: no cap
         self.metrics = metrics
         self._tickets: set[Ticket] = set()
         # Tickets with pending jobs, round-robin order, one queue per priority class:
@@ -200,20 +213,37 @@ class Scheduler:
         ahead = self.segments_waiting + len(self._running)
         return per_segment * ahead / self.concurrency
 
+    def first_turn_wait_s(self, priority: Priority = Priority.INTERACTIVE) -> float:
+        """Time until a new request's first segment would start. Round robin serves one segment of each
+        request with work waiting (at its priority or above) before a newcomer's first, after what runs
+        now: the work behind those first segments does not delay it. 0 before anything was measured."""
+        if not self._recent_engine_s:
+            return 0.0
+        per_segment = sum(self._recent_engine_s) / len(self._recent_engine_s)
+        ahead = sum(1 for t in self._tickets if t.pending and t.priority <= priority) + len(self._running)
+        return per_segment * ahead / self.concurrency
+
     def retry_after_s(self) -> int:
         """When to come back: about when the work queued now will have drained."""
         return max(1, round(self.estimated_wait_s()))
 
     @contextlib.asynccontextmanager
-    async def ticket(self, timeout_s: float, priority: Priority = Priority.INTERACTIVE) -> AsyncIterator[Ticket]:
+    async def ticket(self, timeout_s: float, priority: Priority = Priority.INTERACTIVE,
+                     caller: str | None = None) -> AsyncIterator[Ticket]:
+        """Admission: a ticket, unless the queue is full (QueueFull), ``caller`` holds its share already
+        (CallerBusy), or the work ahead would outlast ``timeout_s``."""
         if self._stopping:
             raise SchedulerStopped("the service is shutting down")
+        if caller is not None and self.max_per_caller:
+            held = sum(1 for t in self._tickets if t.caller == caller)
+            if held >= self.max_per_caller:
+                raise CallerBusy(held, self.retry_after_s())
         if len(self._tickets) >= self.max_queue:
             raise QueueFull(self.retry_after_s())
-        if self.estimated_wait_s() > timeout_s:  # it would only wait to time out: refuse now
+        if self.first_turn_wait_s(priority) > timeout_s:  # it would only wait to time out: refuse now
             raise QueueFull(self.retry_after_s())
         ticket = Ticket(id=next(self._ids), deadline=time.monotonic() + timeout_s, scheduler=self,
-                        priority=priority)
+                        priority=priority, caller=caller)
         self._tickets.add(ticket)
         self._gauge()
         try:

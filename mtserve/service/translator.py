@@ -322,7 +322,7 @@ class TranslationService:
         fair-queued. ``usage``, if given, is filled as the call runs (also when it fails)."""
         usage = usage if usage is not None else Usage()
         request, texts, resolved = await self._admitted(request)
-        async with self.scheduler.ticket(self._deadline_s(request), request.priority) as ticket:
+        async with self.scheduler.ticket(self._deadline_s(request), request.priority, request.caller) as ticket:
             translated = await _all(self._translate_one(ticket, text, self._options(request, source), usage)
                                     for text, (source, _) in zip(texts, resolved))
             alternatives: list[list[str]] = [[] for _ in texts]
@@ -347,7 +347,7 @@ class TranslationService:
         if len(request.texts) != 1:
             raise ValueError("a stream translates one text")
         request, [text], [(source, detected)] = await self._admitted(request)
-        async with self.scheduler.ticket(self._deadline_s(request), request.priority) as ticket:
+        async with self.scheduler.ticket(self._deadline_s(request), request.priority, request.caller) as ticket:
             if detected is not None:
                 yield Detected(detected)
             answer = await off_loop(len(text), shortcut, text, source, request.target)

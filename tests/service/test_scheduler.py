@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
 
 from mtserve.engines.base import EngineError, EngineRequest
-from mtserve.service.scheduler import DeadlineExceeded, QueueFull, Scheduler
+from mtserve.service.scheduler import CallerBusy, DeadlineExceeded, QueueFull, Scheduler
 from tests.fakes import FakeEngine
 
 
@@ -230,6 +231,26 @@ def test_a_lone_document_of_sentences_still_fills_every_slot():
     assert [c.text for c in engine.calls][8:] == ["p0", "p1", "p2", "p3"]
 
 
+def test_one_caller_holds_at_most_its_share_of_the_queue_and_the_others_are_still_admitted():
+    async def main():
+        scheduler = await started(FakeEngine(slots=1), max_queue=8, max_per_caller=2)
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(2):
+                await held.enter_async_context(scheduler.ticket(10, caller="key:a"))
+            with pytest.raises(CallerBusy, match="2 requests in progress") as refused:
+                async with scheduler.ticket(10, caller="key:a"):
+                    pass
+            async with scheduler.ticket(10, caller="key:b"), scheduler.ticket(10):  # others, and the uncounted
+                admitted = scheduler.admitted
+        async with scheduler.ticket(10, caller="key:a"):  # its share is back once its requests end
+            pass
+        await scheduler.stop()
+        return refused.value, admitted
+
+    refused, admitted = run(main())
+    assert refused.retry_after_s >= 1 and admitted == 4
+
+
 def test_full_queue_refuses_at_once_with_retry_after():
     async def main():
         engine = FakeEngine(delay_s=0.2, slots=1)
@@ -393,24 +414,31 @@ def test_interactive_requests_go_before_background_work():
 
 
 def test_a_request_that_would_only_wait_to_time_out_is_refused_at_once():
+    """Round robin serves one segment of each waiting request before a newcomer's first: ten requests
+    ahead are ~3 s of turns, past a 1 s deadline; one request of ten segments ahead is one turn."""
     async def main():
         engine = FakeEngine(delay_s=0.3, slots=1)
         scheduler = await started(engine, max_queue=50)
         async with scheduler.ticket(10) as ticket:  # teach it how long a segment takes
             await ticket.wait([ticket.submit(req("warm"))])
 
-        async def backlog():
+        async def backlog(segments: int):
             async with scheduler.ticket(30) as ticket:
-                await ticket.wait([ticket.submit(req(f"b{i}")) for i in range(10)])
+                await ticket.wait([ticket.submit(req(f"b{i}")) for i in range(segments)])
 
-        task = asyncio.create_task(backlog())
-        await until(lambda: scheduler.segments_waiting >= 9, what="the backlog queueing")
-        with pytest.raises(QueueFull) as info:  # ~3 s of work ahead, 1 s deadline
+        long_one = asyncio.create_task(backlog(10))
+        await until(lambda: scheduler.segments_waiting >= 9, what="the long request queueing")
+        async with scheduler.ticket(1.0) as ticket:  # behind one long request: its turn comes next
+            await ticket.wait([ticket.submit(req("short"))])
+        many = [asyncio.create_task(backlog(1)) for _ in range(10)]
+        await until(lambda: scheduler.admitted >= 11, what="ten short requests queueing")
+        with pytest.raises(QueueFull) as info:  # ten turns ahead of it, ~3 s, 1 s deadline
             async with scheduler.ticket(1.0):
                 pass
         async with scheduler.ticket(30) as ticket:  # a patient request is still admitted
             pass
-        task.cancel()
+        for task in [long_one, *many]:
+            task.cancel()
         await scheduler.stop()
         return info.value
 
