@@ -215,12 +215,21 @@ async def translate(request: Request):
         alts = [r.alternatives for r in results]
         body["alternatives"] = alts[0] if single else alts
     body.update(memory_use(usage))
+    body.update(review_use(usage))
     return JSONResponse(body, headers={"Server-Timing": server_timing(usage)})
 
 
 def memory_use(usage: Usage) -> dict[str, Any]:
     """An extension of the answer: how many segments came from the translation memory as stored."""
     return {"translationMemory": {"segments": usage.tm_segments}} if usage.tm_segments else {}
+
+
+def review_use(usage: Usage) -> dict[str, Any]:
+    """An extension of the answer: what its reader should check. ``unplacedTags``: tags whose words
+    could not be found in the translation, kept empty at their sentence's end; ``droppedContent``:
+    segments that still lack part of their source after a stricter retry."""
+    review = {"unplacedTags": usage.markup_unplaced, "droppedContent": usage.content_dropped}
+    return {"review": {name: n for name, n in review.items() if n}} if any(review.values()) else {}
 
 
 def server_timing(usage: Usage) -> str:
@@ -249,7 +258,7 @@ async def _stream(request: Request, fields: dict[str, Any]):
             body: dict[str, Any] = {"translatedText": event.translation.text}
             if event.translation.detected is not None:
                 body["detectedLanguage"] = detected_json(event.translation.detected)
-            return [sse("done", {**body, **memory_use(stream.usage)})]
+            return [sse("done", {**body, **memory_use(stream.usage), **review_use(stream.usage)})]
         return []  # SegmentDone: the OpenAI stream's granularity; not part of this protocol
 
     def failed(message: str) -> dict[str, str]:

@@ -4,6 +4,7 @@
     mtserve eval --dataset hsk --split test --levels 4-6 --limit 200     # report on test
     mtserve eval pairs.tsv --source de --target en --url http://127.0.0.1:8000
     mtserve eval --markup --split test --limit 60                         # inline tags and placeholders
+    mtserve eval --markup --dataset placement --split dev                 # where the tags land
     mtserve eval --dataset software --split dev --tm software --limit 100 # with a translation memory
     mtserve eval --dataset context --split all [--no-context]             # what a request's context changes
     mtserve eval --dataset software --split test --context "These are user-interface strings of a software application."
@@ -69,7 +70,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--markup", action="store_true",
                         help="the markup set instead: the sentences of --dataset (hsk: zh->en; everyday: en->ja "
                              "or en->de) with inline tags and placeholders; reports tag and placeholder "
-                             "integrity, markup cost, edge errors and fallbacks")
+                             "integrity, markup cost, edge errors and fallbacks. --dataset placement (hand-checked) "
+                             "or placement-catalog (software catalogs), zh->en: also placement, the tags whose "
+                             "content is on the right words, per category")
     parser.add_argument("--no-context", action="store_true",
                         help="leave out the pairs' context (sent as the request's context otherwise): the "
                              "baseline to compare a context run with")
@@ -199,7 +202,8 @@ def _markup_eval(args: argparse.Namespace) -> int:
 
     try:
         if args.file:
-            raise DatasetError("--markup builds its set from a built-in one (--dataset hsk or everyday), not a file")
+            raise DatasetError("--markup builds its set from a built-in one (--dataset hsk, everyday, placement or "
+                               "placement-catalog), not a file")
         if args.tm_file:
             raise DatasetError("--tm applies to the plain eval, not to --markup")
         mset = load_markup_set(args.dataset, args.source, args.target, args.split or "dev")

@@ -84,6 +84,10 @@ class EngineRequest:
     # (tag id, start, end) in ``transfer``: where a tag's content was found by translating it on its
     # own; such a tag must go exactly there
     anchors: tuple[tuple[int, int, int], ...] = ()
+    # An alignment question instead of a translation: ``text`` is the sentence with the words asked
+    # about marked [[like this]], ``transfer`` its translation, and the answer is the words of
+    # ``transfer`` that translate the marked ones (or NO_COUNTERPART), where a tag goes
+    align: bool = False
     # the request's context, instructions and formality (prompted engines only): after the fixed
     # prefix, in the last user turn, fenced as data
     guidance: Guidance = NO_GUIDANCE

@@ -42,6 +42,7 @@ from mtserve.engines.base import (
 from mtserve.engines.prompts import (
     IDEOGRAPHIC_RANGES,
     PromptTemplate,
+    align_grammar,
     kept_letters,
     kept_letters_grammar,
     markup_grammar,
@@ -257,6 +258,8 @@ class LlamaCppEngine:
                           range(self.slots)))
 
     def build_request(self, request: EngineRequest) -> dict[str, Any]:
+        if request.transfer is not None and request.align:
+            return self._align_request(request)
         if request.transfer is not None:
             return self._transfer_request(request)
         max_tokens = request.max_tokens or default_max_tokens(request.text, self._max_output_tokens)
@@ -306,6 +309,25 @@ class LlamaCppEngine:
             "stream_options": {"include_usage": True},
         }
         grammar = transfer_grammar(request.text, request.transfer, request.anchors)
+        if grammar:
+            body["grammar"] = grammar
+        return body
+
+    def _align_request(self, request: EngineRequest) -> dict[str, Any]:
+        """Which words of the translation ``request.transfer`` translate the words marked in
+        ``request.text``: under a grammar that allows only runs of its words, or NO_COUNTERPART."""
+        assert request.transfer is not None
+        body: dict[str, Any] = {
+            "messages": self.template.align_messages(request.text, request.transfer, request.source,
+                                                     request.target),
+            "temperature": 0.0,
+            "top_k": 1,
+            "max_tokens": min(self._max_output_tokens, default_max_tokens(request.transfer, self._max_output_tokens)),
+            "cache_prompt": self._cache_prompt,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        grammar = align_grammar(request.transfer)
         if grammar:
             body["grammar"] = grammar
         return body

@@ -96,6 +96,18 @@ class PromptTemplate:
         messages.append({"role": "user", "content": TRANSFER_USER.format(text=text, translation=translation)})
         return messages
 
+    def align_messages(self, marked: str, translation: str, source: str, target: str) -> Messages:
+        """Messages that ask which words of ``translation`` translate the words marked [[ ]] in
+        ``marked``: one system prompt for every family, with worked examples as earlier turns."""
+        fields = {"source": language_name(source), "target": language_name(target), "none": NO_COUNTERPART}
+        messages: Messages = [{"role": "system", "content": ALIGN_SYSTEM.format(**fields)}]
+        for example_source, example_translation, answer in ALIGN_EXAMPLES.get((source, target), ()):
+            messages.append({"role": "user", "content": ALIGN_USER.format(text=example_source,
+                                                                         translation=example_translation)})
+            messages.append({"role": "assistant", "content": answer})
+        messages.append({"role": "user", "content": ALIGN_USER.format(text=marked, translation=translation)})
+        return messages
+
     def messages(self, text: str, source: str, target: str, glossary: Terms = (),
                  strict: bool = False, markup: bool = False, retrieved: tuple[Example, ...] = (),
                  guidance: Guidance = NO_GUIDANCE) -> Messages:
@@ -266,6 +278,27 @@ TRANSFER_SYSTEM = (
 )
 TRANSFER_USER = "Sentence: {text}\nTranslation: {translation}"
 
+# Where a tag's words went: the sentence with those words marked, its translation, and the answer
+# copied from the translation (a grammar allows nothing else), or NO_COUNTERPART.
+ALIGN_SYSTEM = (
+    "You align a translation with its source. The user gives a {source} sentence with some of its "
+    "words marked [[like this]], and its {target} translation. Reply with the words of the "
+    "translation that translate the marked words, copied exactly as the translation writes them, "
+    "and nothing else. If the translation has no words for them, reply {none}."
+)
+ALIGN_USER = "Sentence: {text}\nTranslation: {translation}"
+NO_COUNTERPART = "NONE"
+# Written for the alignment question, none of them in an eval set: a time word that moves, a
+# number spelled out, a verb phrase, and words with no counterpart of their own.
+ZH_EN_ALIGN_EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    ("她[[每天早上]]都跑步。", "She runs every morning.", "every morning"),
+    ("会议室里有[[十二把]]椅子。", "There are twelve chairs in the meeting room.", "twelve"),
+    ("我们[[必须]]在周五之前提交报告。", "We must submit the report before Friday.", "must"),
+    ("他把书[[放在]]桌子上了。", "He put the book on the table.", "put"),
+    ("这件衣服太贵[[了]]。", "This dress is too expensive.", NO_COUNTERPART),
+)
+ALIGN_EXAMPLES = {("zh", "en"): ZH_EN_ALIGN_EXAMPLES}
+
 QWEN_SYSTEM = (
     "You are a professional translator. Translate the user's {source} text into fluent, "
     "natural {target}. Translate everything: leave no {source} words or characters in the "
@@ -432,6 +465,30 @@ def markup_grammar(text: str, excluded_ranges: str = "", kept: list[str] | tuple
 
 TRANSFER_STATES = 60  # tag subsets the transfer grammar tracks; past it the tags keep the source's order
 TRANSFER_RULES = 4000  # past this many rules, a tag's content need not hold a word
+
+
+ALIGN_MAX_WORDS = 80  # a longer translation gets no alignment grammar (its spans would be thousands)
+
+
+def align_spans(translation: str) -> list[str]:
+    """Every run of whole words of ``translation`` (punctuation inside a run kept, none at its ends),
+    as it is written: the answers an alignment question may give. A character of Chinese or
+    Japanese is a word of its own. Empty past ALIGN_MAX_WORDS words."""
+    words = [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+(?:['’][^\W_]+)*", translation)]
+    words = [(start + k, start + k + 1) if _wide(translation[start:end]) else (start, end)
+             for start, end in words for k in (range(end - start) if _wide(translation[start:end]) else (0,))]
+    if len(words) > ALIGN_MAX_WORDS:
+        return []
+    return list(dict.fromkeys(translation[words[i][0]:words[j][1]]
+                              for i in range(len(words)) for j in range(i, len(words))))
+
+
+def align_grammar(translation: str) -> str | None:
+    """A GBNF grammar whose sentences are the runs of words of ``translation``, or NO_COUNTERPART."""
+    spans = align_spans(translation)
+    if not spans:
+        return None
+    return "root ::= " + " | ".join(gbnf_literal(span) for span in [*spans, NO_COUNTERPART])
 
 
 def transfer_grammar(text: str, translation: str,

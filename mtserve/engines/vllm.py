@@ -512,6 +512,8 @@ class VllmEngine:
 
     # --- prompts ----------------------------------------------------------------
     def messages(self, request: EngineRequest) -> Messages:
+        if request.transfer is not None and request.align:  # which words of the translation are the marked ones
+            return self.template.align_messages(request.text, request.transfer, request.source, request.target)
         if request.transfer is not None:  # the tags of text put into its translation
             return self.template.transfer_messages(request.text, request.transfer, request.source,
                                                    request.target)

@@ -18,9 +18,10 @@ prompt's examples (HSK dev) never meet the test split. Four figures:
   after an opening tag in mid-sentence that the tag-free translation does not have;
 - **fallbacks**: outputs whose tags the fallback placed (in-process targets only).
 
-And one more, to tell the ways of placing tags apart: **placement**, the share of tags around a
-single HSK word whose content in the output shares a word with that word's dictionary gloss
-(the package's ``gloss_en``); a proxy, since a good translation may use another word.
+And, on the placement sets (``--dataset placement``, the hand-checked one, and
+``placement-catalog``, from the software catalogs; ``mtserve/eval/placement.py``): **placement**,
+the share of tags whose content in the output is one of the English renderings the set gives for
+it, and **overlap**, the share whose content shares a content word with one (a near miss counts).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from mtserve.eval.datasets import DATA_DIR, EVERYDAY_LANGS, DatasetError, _read_tsv_rows, hsk_usable, split_of
+from mtserve.eval.placement import TagExpectation, TagResult, load_catalog, load_hand, score_tags
 from mtserve.text import markup
 from mtserve.text.segment import is_cjk
 
@@ -54,13 +56,14 @@ _SPACED = re.compile(r"\s+")
 @dataclass(frozen=True)
 class MarkupItem:
     id: str
-    group: str  # "tags" (html), "xml" (DeepL x placeholders), "placeholders" or "icu" (plain text)
+    group: str  # "tags" (html), "xml" (DeepL x placeholders), "placeholders" or "icu" (plain text);
+    # "hand" or "catalog" (html) on the placement sets
     fmt: str  # what the service is asked for: html, xml or text
     source: str
     plain: str  # the sentence without markup, for the markup cost; "" where it has no such twin
     reference: str
-    # (a tag as written, the dictionary gloss of the one word it wraps): is the tag on its words?
-    glosses: tuple[tuple[str, str], ...] = ()
+    # each tag of the reference with the renderings of its content that put it on the right words
+    expected: tuple[TagExpectation, ...] = ()
 
 
 @dataclass
@@ -74,10 +77,8 @@ class MarkupSet:
 
 
 # --- building the set ---------------------------------------------------------------------------
-def _wrap(words: list[tuple[int, int]], text: str, rng: random.Random, closed: bool,
-          wrapped: list[tuple[str, tuple[int, int]]] | None = None) -> str:
-    """``text`` with one or two of its words in inline tags, sometimes nested; ``wrapped`` gets
-    (opening tag, the word's span) for each word wrapped alone."""
+def _wrap(words: list[tuple[int, int]], text: str, rng: random.Random, closed: bool) -> str:
+    """``text`` with one or two of its words in inline tags, sometimes nested."""
     chosen = sorted(rng.sample(words, min(len(words), 2 if rng.random() < 0.4 else 1)))
     if len(chosen) == 2 and chosen[1][0] <= chosen[0][1] + (0 if closed else 1):
         chosen = chosen[:1]  # adjacent words: one tag
@@ -85,8 +86,6 @@ def _wrap(words: list[tuple[int, int]], text: str, rng: random.Random, closed: b
     for k, (start, end) in enumerate(chosen):
         opening, closing = rng.choice(TAGS)
         inserts += [(start, 1, opening), (end, -2, closing)]
-        if wrapped is not None:
-            wrapped.append((opening, (start, end)))
     if len(chosen) == 1 and rng.random() < 0.2:  # a nested tag: an outer one around the word and its neighbour
         start, end = chosen[0]
         later = [w for w in words if w[0] >= end]
@@ -164,15 +163,10 @@ def build_hsk(split: str) -> list[MarkupItem]:
         rng = random.Random(f"markup:{record['id']}")
         words = [w for w in _zh_words(record) if re.fullmatch(r"[\u4e00-\u9fff]+", w[2])]
         content = [(s, e) for s, e, w, _ in words if w not in ZH_FUNCTION_WORDS]
-        gloss_of = {(s, e): g for s, e, _, g in words}
         roll = rng.random()
         if roll < 0.55 and content:
-            wrapped: list[tuple[str, tuple[int, int]]] = []
-            source = _wrap(content, text, rng, True, wrapped)
-            openings = [opening for opening, _ in wrapped]
-            glosses = tuple((opening, gloss_of.get(span, "")) for opening, span in wrapped
-                            if openings.count(opening) == 1 and source.count(opening) == 1)
-            items.append(MarkupItem(f"{record['id']}:tags", "tags", "html", source, text, reference, glosses))
+            items.append(MarkupItem(f"{record['id']}:tags", "tags", "html", _wrap(content, text, rng, True), text,
+                                    reference))
         elif roll < 0.7 and content:
             items.append(MarkupItem(f"{record['id']}:xml", "xml", "xml", _xml(content, text, rng), text,
                                     reference))
@@ -215,7 +209,23 @@ def build_everyday(target: str, split: str) -> list[MarkupItem]:
     return items
 
 
+def build_placement(dataset: str, split: str) -> list[MarkupItem]:
+    """The hand-checked placement set, or the one from the software catalogs, as markup items."""
+    found = load_hand(split) if dataset == "placement" else load_catalog(split)
+    group = "hand" if dataset == "placement" else "catalog"
+    return [MarkupItem(item.id, group, "html", item.source, strip_html(item.source), item.reference,
+                       item.expected) for item in found]
+
+
 def load_markup_set(dataset: str, source: str, target: str, split: str) -> MarkupSet:
+    if dataset in ("placement", "placement-catalog"):
+        if (source, target) != ("zh", "en"):
+            raise DatasetError(f"the {dataset} set is zh->en")
+        notes = (["hand-checked sentences, each tag with the renderings that count (data/markup-placement.tsv)"]
+                 if dataset == "placement" else
+                 ["software catalog pairs with the same tags on both sides; the msgid's content of each tag "
+                  "counts (software.tsv keeps its split, software-tm.tsv is split by a hash of the source)"])
+        return MarkupSet(f"markup-{dataset}", source, target, split, build_placement(dataset, split), notes)
     if dataset == "hsk":
         if (source, target) != ("zh", "en"):
             raise DatasetError("the hsk markup set is zh->en; for other pairs use --dataset everyday (en->ja, en->de)")
@@ -226,7 +236,7 @@ def load_markup_set(dataset: str, source: str, target: str, split: str) -> Marku
             raise DatasetError("the everyday markup set is en->ja or en->de")
         return MarkupSet("markup-everyday", source, target, split, build_everyday(target, split),
                          ["everyday sentences with inline tags and placeholders added"])
-    raise DatasetError(f"no markup set for dataset {dataset!r}; use hsk or everyday")
+    raise DatasetError(f"no markup set for dataset {dataset!r}; use hsk, everyday, placement or placement-catalog")
 
 
 # --- scoring ----------------------------------------------------------------------------------
@@ -317,27 +327,6 @@ def _source_spaced_at(source: str, tag: str) -> bool:
     return not (before[-1:].isalnum() and after[:1].isalnum() and not is_cjk(before[-1]))
 
 
-_GLOSS_NOISE = {"to", "a", "an", "the", "of", "or", "and", "sb", "sth", "one", "be", "in", "on", "for",
-                "etc", "form", "bound", "surname", "used", "as", "cl", "classifier"}
-
-
-def placements(item: MarkupItem, output: str) -> list[bool]:
-    """For each tag that wraps one word with a dictionary gloss: does the tag's content in the
-    output share a word (by its first four letters) with the gloss?"""
-    found = []
-    for opening, gloss in item.glosses:
-        gloss_words = {w[:4] for w in re.findall(r"[a-z]+", gloss.lower()) if w not in _GLOSS_NOISE and len(w) > 1}
-        if not gloss_words or output.count(opening) != 1:
-            continue
-        name = re.match(r"<([a-z]+)", opening).group(1)
-        after = output[output.index(opening) + len(opening):]
-        close = after.find(f"</{name}>")
-        content = strip_html(after[:close] if close >= 0 else after).lower()
-        words = {w[:4] for w in re.findall(r"[a-z]+", content)}
-        found.append(bool(words & gloss_words))
-    return found
-
-
 @dataclass
 class ItemResult:
     id: str
@@ -349,7 +338,7 @@ class ItemResult:
     edge_errors: list[str]
     retries: int | None
     fallbacks: int | None
-    placed: list[bool] = field(default_factory=list)  # per gloss-checked tag: on its words
+    tags: list[TagResult] = field(default_factory=list)  # placement sets: each tag, expected and got
 
 
 @dataclass
@@ -366,7 +355,10 @@ class MarkupReport:
     fallback_percent: float | None
     retries: int | None
     edge_errors: int
-    placement: float | None  # percent of gloss-checked tags whose content matches the word's gloss
+    placement: float | None  # placement sets: percent of tags on the right words
+    placement_overlap: float | None  # ... and of tags whose content shares a content word with them
+    placement_tags: int  # the tags scored
+    placement_by_category: dict[str, dict]  # category -> {"tags", "right", "overlap"} (percent)
     markup_cost: float | None  # 100 - chrF(stripped output, tag-free translation), tag items
     chrf_tagged: float | None  # chrF against the references: tagged outputs, stripped
     chrf_plain: float | None  # ... and the tag-free translations
@@ -384,13 +376,21 @@ class MarkupReport:
             f"retries {self.retries if self.retries is not None else 'n/a'}",
             f"  markup cost {cost} chrF (chrF vs reference: tagged {self.chrf_tagged}, plain {self.chrf_plain})"
             f"   edge errors {self.edge_errors}   {self.elapsed_s:.0f} s",
-            "  tags on their words (gloss match) "
-            + ("n/a" if self.placement is None else f"{self.placement:.1f}%"),
         ]
+        if self.placement is not None:
+            lines.append(f"  placement {self.placement:.1f}% of {self.placement_tags} tags on the right words "
+                         f"(overlap {self.placement_overlap:.1f}%)")
+            lines += [f"    {name:<16} {c['right']:5.1f}%  overlap {c['overlap']:5.1f}%  ({c['tags']} tags)"
+                      for name, c in sorted(self.placement_by_category.items())]
         broken = [i for i in self.items if not i.intact or i.edge_errors]
         for item in broken[:12]:
             lines.append(f"  - {item.id}: {'BROKEN ' if not item.intact else ''}{'; '.join(item.edge_errors)}\n"
                          f"      {item.source}\n      {item.output}")
+        misplaced = [(i, t) for i in self.items for t in i.tags if not t.right]
+        for item, tag in misplaced[:12]:
+            lines.append(f"  - {item.id} {tag.tag}: got {'(missing)' if tag.got is None else repr(tag.got)}, "
+                         f"expected {' | '.join(tag.expected[:4])}{' | ...' if len(tag.expected) > 4 else ''}"
+                         f"\n      {item.output}")
         return "\n".join(lines)
 
     def to_json(self) -> str:
@@ -431,7 +431,8 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         return ItemResult(item.id, item.group, item.source, output, plain_output, intact(item, output),
                           edge_errors(item, output, plain_output, mset.target_lang),
                           None if usage is None else usage.markup_retries,
-                          None if usage is None else usage.markup_fallbacks, placements(item, output))
+                          None if usage is None else usage.markup_fallbacks,
+                          score_tags(item.expected, output) if item.expected else [])
 
     try:
         results = list(await asyncio.gather(*(one(item) for item in mset.items)))
@@ -452,7 +453,7 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         cost = round(100 - scorer.corpus(stripped, plains).chrf, 2)
         chrf_tagged, chrf_plain = scorer.corpus(stripped, refs).chrf, scorer.corpus(plains, refs).chrf
     known = [r for r in results if r.fallbacks is not None]
-    placed = [p for r in results for p in r.placed]
+    scored = [t for r in results for t in r.tags]
     fallbacks = sum(bool(r.fallbacks) for r in known) if known else None
     return MarkupReport(
         dataset=mset.name, source=mset.source_lang, target=mset.target_lang, split=mset.split, system=system,
@@ -462,7 +463,23 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         fallback_percent=None if fallbacks is None else round(100 * fallbacks / max(1, len(known)), 1),
         retries=sum(bool(r.retries) for r in known) if known else None,
         edge_errors=sum(len(r.edge_errors) for r in results), markup_cost=cost,
-        placement=round(100 * sum(placed) / len(placed), 1) if placed else None,
+        placement=_percent([t.right for t in scored]) if scored else None,
+        placement_overlap=_percent([t.overlap for t in scored]) if scored else None,
+        placement_tags=len(scored), placement_by_category=by_category(scored),
         chrf_tagged=chrf_tagged, chrf_plain=chrf_plain, elapsed_s=round(elapsed, 1), notes=notes,
         items=results,
     )
+
+
+def _percent(flags: list[bool]) -> float:
+    return round(100 * sum(flags) / max(1, len(flags)), 1)
+
+
+def by_category(scored: list[TagResult]) -> dict[str, dict]:
+    """Placement per category of tag (the hand set's cases; the catalog's words, verbatim, placeholder)."""
+    found: dict[str, list[TagResult]] = {}
+    for tag in scored:
+        for category in tag.categories:
+            found.setdefault(category, []).append(tag)
+    return {name: {"tags": len(tags), "right": _percent([t.right for t in tags]),
+                   "overlap": _percent([t.overlap for t in tags])} for name, tags in found.items()}

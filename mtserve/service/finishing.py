@@ -61,6 +61,7 @@ class Finisher:
                 retried = await retry(ticket, guardrails.retry_request(request, problem))
                 if retried is None:
                     self.metrics.guardrail_unresolved.labels(reason=problem.kind).inc()
+                    usage.content_dropped += problem.kind in guardrails.LOST_CONTENT
                     return to_target_script(cleaned, target, terms)
                 account(usage, retried)
                 second = clean_translation(retried.result.text, request.text)
@@ -70,4 +71,5 @@ class Finisher:
                 cleaned, unresolved = guardrails.choose(cleaned, problem, second, second_problem)
                 if unresolved:
                     self.metrics.guardrail_unresolved.labels(reason=(second_problem or problem).kind).inc()
+                    usage.content_dropped += (second_problem or problem).kind in guardrails.LOST_CONTENT
         return to_target_script(cleaned, target, terms)

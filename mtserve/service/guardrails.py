@@ -26,8 +26,11 @@ from mtserve.text.segment import count_sentences
 
 # Worst first: a loop wastes the most and is the least usable.
 KINDS = ("runaway", "repetition", "refusal", "context", "untranslated", "identical", "explanation", "answer",
-         "glossary", "dropped")
+         "glossary", "dropped", "content")
 
+# Kinds that mean part of the source has no counterpart in the output: still there after the retry,
+# they are counted in the request's usage (content_dropped), so a caller knows what to check.
+LOST_CONTENT = frozenset({"dropped", "content"})
 IDEOGRAPHIC = IDEOGRAPHIC_SCRIPTS  # one character is about one word
 SAME_LANGUAGE_PAIRS = ({"zh", "zt"},)
 
@@ -247,6 +250,36 @@ def _missing_terms(output: str, glossary: Mapping[str, str] | None, target_lang:
     return None
 
 
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_.:/@#&=?+~-]*[A-Za-z0-9]|[A-Za-z]{2,}")
+SPELLED_NUMBERS = {str(n): word for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+
+
+def _dropped_content(source: str, output: str, source_lang: str) -> Problem | None:
+    """Content of the source that a translation keeps as written, missing from the output: a number
+    in digits, or in a text written in Chinese, Japanese or Korean, a word in Latin letters (a name,
+    a command, a URL). (A dictionary check of Chinese
+    content words was measured too: it flagged 4% of HSK test sentences, nearly all of them good
+    paraphrases, so it runs only on the words inside a tag, where a miss also misplaces the tag.)"""
+    from mtserve.text import markup  # tags and placeholders have checks of their own
+
+    source = markup.PLACEHOLDER.sub(" ", markup.strip_tags(source))
+    missing = []
+    spelled = output.casefold()
+    for number in _DIGITS.findall(source):
+        plain = number.replace(",", "")
+        if plain not in output.replace(",", "") and SPELLED_NUMBERS.get(plain, "\0") not in spelled:
+            missing.append(number)
+    for word in _LATIN.findall(source) if source_lang in ("zh", "zt", "ja", "ko") else ():
+        if word.casefold() not in spelled:
+            missing.append(word)
+    if missing:
+        return Problem("content", "no counterpart in the translation for: " + ", ".join(dict.fromkeys(missing)))
+    return None
+
+
 def check(source: str, output: str, source_lang: str, target_lang: str, *,
           glossary: Mapping[str, str] | None = None, finish_reason: str = "stop",
           context: str = "") -> Problem | None:
@@ -269,6 +302,7 @@ def check(source: str, output: str, source_lang: str, target_lang: str, *,
         or _explanation(source, output)
         or _answer(source, output)
         or _missing_terms(output, glossary, target_lang)
+        or _dropped_content(_without(source, glossary), output, source_lang)
     )
 
 

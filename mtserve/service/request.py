@@ -94,6 +94,8 @@ class Usage:
     tm_segments: int = 0  # segments served from the translation memory (exact matches)
     sentence_fallbacks: int = 0  # segments of several sentences redone one sentence at a time
     tm_examples: int = 0  # segments sent to the engine with similar translation-memory entries as examples
+    markup_unplaced: int = 0  # tags whose words could not be found in the translation: kept at the sentence's end
+    content_dropped: int = 0  # segments whose translation still lacks part of the source after a strict retry
 
     def add(self, other: "Usage") -> None:
         self.segments += other.segments
@@ -103,6 +105,8 @@ class Usage:
         self.tm_segments += other.tm_segments
         self.sentence_fallbacks += other.sentence_fallbacks
         self.tm_examples += other.tm_examples
+        self.markup_unplaced += other.markup_unplaced
+        self.content_dropped += other.content_dropped
         self.generated_tokens += other.generated_tokens
         self.prompt_tokens += other.prompt_tokens
         self.queue_ms = max(self.queue_ms, other.queue_ms)

@@ -40,6 +40,10 @@ INLINE_TAGS = {"a", "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "data",
                "strong", "sub", "sup", "time", "tt", "u"}
 # Phrasing elements with no prose inside: kept whole, as one void tag in the sentence.
 _INLINE_VERBATIM = {"code", "kbd", "samp", "var", "math", "svg", "ruby"}
+# Of those, the ones whose plain-text content is words of the sentence ("run `make run` to start"):
+# the engine sees their words inside a pair of tags, so the sentence is translated with them and
+# they land where they belong, and the output keeps the element byte-identical.
+_KEPT_WORDS = {"code", "kbd", "samp", "var"}
 _INLINE_VOID = {"br", "img", "wbr", "input"}
 # The names the engine sees: short, and the same for elements that look the same.
 _VIEW_NAMES = {"strong": "b", "em": "i", "strike": "s", "del": "s", "ins": "u"}
@@ -97,6 +101,7 @@ class _Run:
     raw: str  # the original bytes
     index: int
     markup: dict[int, tuple[Parts, Parts]]  # tag id -> (its start markup, its end markup)
+    kept: frozenset[int] = frozenset()  # tag ids whose start markup is the whole element, content included
 
 
 @dataclass
@@ -126,10 +131,17 @@ class HtmlDocument:
                 translations[s.index] == self.segments[s.index] for s in slots):
             return part.raw
         out: list[str] = []
+        inside_kept: list[int] = []
         for token in markup.tokens(translation):
             if token.kind == "text":
-                out.append(html_lib.escape(token.text, quote=False))
+                if not inside_kept:  # a kept element's content is its own, not the engine's
+                    out.append(html_lib.escape(token.text, quote=False))
                 continue
+            if token.id in part.kept:
+                if token.kind == "open":
+                    inside_kept.append(token.id)
+                elif token.kind == "close" and token.id in inside_kept:
+                    inside_kept.remove(token.id)
             start, end = part.markup.get(token.id, ([], []))
             rendered = "".join(self._render(p, translations) for p in start)
             if token.kind in ("close", "void"):
@@ -285,7 +297,9 @@ class _Parser:
                 if role == "verbatim":
                     last = _matching_end(events, index - 1)
                     finish = spans[last][1] if last is not None else len(html)
-                    self.run.append(_Item("void", html[start:finish], [html[start:finish]], event.tag))
+                    words = _kept_words(event.tag, html[end:spans[last][0]] if last is not None else "")
+                    self.run.append(_Item("kept" if words else "void", html[start:finish],
+                                          [html[start:finish]], event.tag, words))
                     cursor = max(cursor, finish)
                     index = (last + 1) if last is not None else len(events)
                     continue
@@ -360,6 +374,7 @@ class _Parser:
     def _add_run(self, items: list[_Item]) -> None:
         view: list[str] = []
         tags: dict[int, tuple[Parts, Parts]] = {}
+        kept: set[int] = set()
         open_ids: list[int] = []
         next_id = 1
         for item in items:
@@ -382,13 +397,19 @@ class _Parser:
                 id_ = open_ids.pop()
                 tags[id_] = (tags[id_][0], item.parts)
                 view.append(markup.close_tag(_view_name(item.tag), id_))
+            elif item.kind == "kept":
+                tags[next_id] = (item.parts, [])
+                kept.add(next_id)
+                view.append(markup.open_tag(_view_name(item.tag), next_id) + item.text
+                            + markup.close_tag(_view_name(item.tag), next_id))
+                next_id += 1
             else:
                 tags[next_id] = (item.parts, [])
                 view.append(markup.void_tag("x", next_id))
                 next_id += 1
         index = len(self.document.segments)
         self.document.segments.append("".join(view))
-        self.document.parts.append(_Run("".join(item.raw for item in items), index, tags))
+        self.document.parts.append(_Run("".join(item.raw for item in items), index, tags, frozenset(kept)))
 
 
 def _in_mixed_content(events: list[_Event], html: str, spans: list[tuple[int, int]]) -> set[int]:
@@ -415,6 +436,18 @@ def _in_mixed_content(events: list[_Event], html: str, spans: list[tuple[int, in
         if text[0]:
             mixed.update(children)
     return mixed
+
+
+def _kept_words(tag: str, inner: str) -> str:
+    """The words of a code-like element the sentence can carry: its content, when that is ASCII text
+    that escapes back to the same bytes (so the element is still kept byte-identical) and holds
+    nothing that reads as a tag of ours; else "" (the element stays one void tag)."""
+    if tag not in _KEPT_WORDS or not inner.strip() or not inner.isascii() or "<" in inner or len(inner) > 200:
+        return ""
+    words = html_lib.unescape(inner)
+    if html_lib.escape(words, quote=False) != inner or markup.TAG.search(words) or "\n" in words:
+        return ""
+    return words
 
 
 def _view_name(tag: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from mtserve.engines.base import PromptTooLong
+from mtserve.engines.prompts import NO_COUNTERPART
 from mtserve.service.request import Delta, TranslationRequest, Usage
 from mtserve.text.html import TagHandling
 from tests.fakes import FakeEngine
@@ -230,11 +231,13 @@ def test_an_icu_message_keeps_its_skeleton_and_has_its_branches_translated(tmp_p
 
 def test_transfer_mode_translates_without_tags_then_puts_them_into_that_translation(tmp_path):
     def script(request):
+        if request.align:  # which words of the translation translate the marked ones
+            assert request.transfer == "He went to Beijing yesterday."
+            return {"他[[昨天]]去了北京。": "yesterday", "他昨天去了[[北京]]。": NO_COUNTERPART}[request.text]
         if request.transfer is not None:
             assert request.text == "他<i1>昨天</i1>去了<b2>北京</b2>。"
             return "He went to <b2>Beijing</b2> <i1>yesterday</i1>."
-        return {"他昨天去了北京。": "He went to Beijing yesterday.", "昨天": "Yesterday",
-                "北京": "Peking"}.get(request.text)
+        return {"他昨天去了北京。": "He went to Beijing yesterday."}.get(request.text)
 
     engine = ScriptedEngine(script)
 
@@ -249,13 +252,33 @@ def test_transfer_mode_translates_without_tags_then_puts_them_into_that_translat
     tagged, plain, usage = asyncio.run(main())
     assert tagged == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"
     assert plain == "He went to Beijing yesterday."
-    calls = [(c.text, c.transfer) for c in engine.calls]
-    assert calls[0] == ("他昨天去了北京。", None)
-    assert sorted(calls[1:3]) == [("北京", None), ("昨天", None)]  # each tag's content on its own
-    assert calls[3:] == [("他<i1>昨天</i1>去了<b2>北京</b2>。", "He went to Beijing yesterday.")]
-    # "Yesterday" occurs once in the translation, so <i1> is pinned there; "Peking" does not
-    assert engine.calls[3].anchors == ((1, 19, 28),)
+    calls = [(c.text, c.transfer, c.align) for c in engine.calls]
+    assert calls[0] == ("他昨天去了北京。", None, False)
+    assert sorted(calls[1:3]) == [("他[[昨天]]去了北京。", "He went to Beijing yesterday.", True),
+                                  ("他昨天去了[[北京]]。", "He went to Beijing yesterday.", True)]
+    assert calls[3:] == [("他<i1>昨天</i1>去了<b2>北京</b2>。", "He went to Beijing yesterday.", False)]
+    # the engine named "yesterday"; for 北京 it named nothing, and the dictionary's glosses found "Beijing"
+    assert engine.calls[3].anchors == ((1, 19, 28), (2, 11, 18))
     assert usage.markup_fallbacks == 0  # and the plain sentence was a cache hit
+
+
+def test_transfer_mode_asks_a_tag_the_engine_cannot_place_by_its_content_alone(tmp_path):
+    """Out of Chinese, where no dictionary can check the engine's answer, a tag it gives no words for
+    is found by its content translated on its own, where that occurs once."""
+    def script(request):
+        if request.align:
+            return NO_COUNTERPART
+        if request.transfer is not None:
+            return "Er ging <b1>gestern</b1> nach Berlin."
+        return {"Er ging gestern nach Berlin.": "He went to Berlin yesterday.", "gestern": "yesterday"}.get(
+            request.text)
+
+    engine = ScriptedEngine(script)
+    _, [out], _ = run(engine, tmp_path, ["Er ging <b>gestern</b> nach Berlin."], fmt="html", source="de", target="en",
+                      mode="transfer")
+    texts = [c.text for c in engine.calls if not c.align and c.transfer is None]
+    assert "gestern" in texts
+    assert [c.anchors for c in engine.calls if c.transfer is not None and not c.align] == [((1, 18, 27),)]
 
 
 def test_transfer_mode_falls_back_when_the_translation_changes(tmp_path):
@@ -311,3 +334,57 @@ def test_a_markup_retry_over_the_context_falls_back_to_placing_the_tags(tmp_path
                                 fmt="html")
     assert out == "<p>He went to <b>Beijing</b> <i>yesterday</i>.</p>"
     assert usage.markup_retries == 1 and usage.markup_fallbacks == 1
+
+
+def test_a_tag_whose_words_the_translation_lost_has_its_sentence_retried_strictly(tmp_path):
+    plain = "下季度我们将重点开拓海外市场。"
+    strict_seen = []
+
+    def script(request):
+        if request.align:
+            return "overseas markets" if "overseas" in request.transfer else NO_COUNTERPART
+        if request.transfer is not None:
+            return request.transfer.replace("overseas markets", "<b1>overseas markets</b1>")
+        if request.strict:
+            strict_seen.append(request.guidance.instructions)
+            return "Next quarter we will focus on opening up overseas markets."
+        return {plain: "We will focus on expanding our business next quarter.", "海外市场": "world market"}.get(
+            request.text)
+
+    engine = ScriptedEngine(script)
+    _, [out], usage = run(engine, tmp_path, ["<p>下季度我们将重点开拓<b>海外市场</b>。</p>"], fmt="html",
+                          mode="transfer")
+    assert out == "<p>Next quarter we will focus on opening up <b>overseas markets</b>.</p>"
+    assert any("海外" in line for lines in strict_seen for line in lines)  # the retry names what was lost
+    assert usage.content_dropped == 0
+
+
+def test_a_tag_no_gloss_supports_where_the_model_put_it_is_kept_empty_at_the_sentence_end(tmp_path):
+    """The engine cannot say where 很 went, nothing in the translation glosses it, and the model hung the
+    tag on "happy": the tag is kept, empty, at the sentence's end, and counted."""
+    def script(request):
+        if request.align:
+            return NO_COUNTERPART
+        if request.transfer is not None:
+            return "He is <b1>happy</b1>."
+        return {"他很高兴。": "He is happy.", "很": "very"}.get(request.text)
+
+    engine = ScriptedEngine(script)
+    _, [out], usage = run(engine, tmp_path, ["<p>他<b>很</b>高兴。</p>"], fmt="html", mode="transfer")
+    assert out == "<p>He is happy<b></b>.</p>"
+    assert usage.markup_unplaced == 1 and usage.content_dropped == 0
+
+
+def test_the_engine_named_span_grows_over_the_words_the_glosses_support(tmp_path):
+    def script(request):
+        if request.align:
+            return "within"  # too short: 24小时内 is "within 24 hours"
+        if request.transfer is not None:
+            return "Please pay <b1>within 24 hours</b1>."
+        return {"请在24小时内完成付款。": "Please pay within 24 hours."}.get(request.text)
+
+    engine = ScriptedEngine(script)
+    _, [out], _ = run(engine, tmp_path, ["<p>请在<b>24小时内</b>完成付款。</p>"], fmt="html", mode="transfer")
+    assert out == "<p>Please pay <b>within 24 hours</b>.</p>"
+    [transfer] = [c for c in engine.calls if c.transfer is not None and not c.align]
+    assert transfer.anchors == ((1, 11, 26),)

@@ -141,8 +141,17 @@ def test_untranslated_elements_give_no_segments(html: str) -> None:
 def test_text_after_untranslated_element_is_translated() -> None:
     html = "<p>Run <code>ls -l</code> now.</p><script>x()</script><p>Done</p>"
     document = parse_html(html)
-    assert document.segments == ["Run <x1/> now.", "Done"]
+    assert document.segments == ["Run <code1>ls -l</code1> now.", "Done"]
     assert shout(html) == "<p>RUN <code>ls -l</code> NOW.</p><script>x()</script><p>DONE</p>"
+
+
+def test_inline_code_carries_its_words_into_the_sentence_and_comes_back_byte_identical() -> None:
+    """The engine sees the command among the sentence's words, so it can say where it goes; whatever
+    the engine writes inside the pair, the element comes back as it was."""
+    document = parse_html("<p>运行<code>make &amp;&amp; run</code>启动服务，<code>a<b>b</b></code>除外。</p>")
+    assert document.segments == ["运行<code1>make && run</code1>启动服务，<x2/>除外。"]
+    out = document.render(["Run <code1>MAKE && RUN</code1> to start the service, except <x2/>."])
+    assert out == "<p>Run <code>make &amp;&amp; run</code> to start the service, except <code>a<b>b</b></code>.</p>"
 
 
 def test_translate_yes_reenables_inside_translate_no() -> None:

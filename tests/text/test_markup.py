@@ -130,3 +130,10 @@ def test_thousands_of_unclosed_icu_branches_are_read_in_one_pass():
     branch: 8,000 unclosed ones ("{a,select,x{" again and again) took 1.4 s for 16,000 characters."""
     assert markup.icu_arguments("{a,select,x{" * 8_000) == []
     assert len(markup.icu_arguments("{a,select,x{y}}" * 8_000)) == 8_000
+
+
+def test_a_tag_moved_to_the_end_is_kept_empty_before_the_closing_punctuation():
+    assert markup.move_to_end("He is <b1>happy</b1>.", 1) == "He is happy<b1></b1>."
+    moved = markup.move_to_end("<i2>He</i2> is <b1>very <x3/>happy</b1>!”", 1)
+    assert moved == "<i2>He</i2> is very <x3/>happy<b1></b1>!”"
+    assert markup.move_to_end("No tags here.", 1) == "No tags here."

@@ -352,7 +352,7 @@ class _Scanner:
                 i += 2
             elif c == "`":
                 stop = self.code_span_end(i, end)
-                keep(s[i:stop])
+                keep(s[i:stop], "code")
                 i = stop
             elif c == "<" and (stop := self.autolink_or_html(i, end)) > i:
                 keep(s[i:stop], "void" if _AUTOLINK.match(s, i, end) else "html")
@@ -515,7 +515,7 @@ def _normalise_label(label: str) -> str:
 
 @dataclass
 class _Kept(Piece):
-    """Syntax kept verbatim, and what it is: "emphasis", "link-open", "link-close", "html", "void"."""
+    """Syntax kept verbatim, and what it is: "emphasis", "link-open", "link-close", "html", "code", "void"."""
 
     role: str = "void"
 
@@ -532,6 +532,7 @@ class _MarkedText(PieceText):
     def __init__(self, pieces: list[Piece]):
         super().__init__([])
         self.syntax: dict[int, tuple[str, str]] = {}  # tag id -> (its opening text, its closing text)
+        self.kept: set[int] = set()  # code spans: the engine sees their words, the output keeps the span
         partner = _pair_syntax(pieces)
         view: list[str] = []
         open_ids: dict[int, int] = {}  # piece index of an opening -> its tag id
@@ -547,10 +548,16 @@ class _MarkedText(PieceText):
             elif k in partner:
                 id_ = open_ids[partner[k]]
                 view.append(markup.close_tag(_tag_name(pieces[partner[k]]), id_))
+            elif getattr(piece, "role", "") == "code" and (words := _code_words(piece.text)):
+                id_ = len(self.syntax) + 1
+                self.syntax[id_] = (piece.text, "")
+                self.kept.add(id_)
+                view.append(markup.open_tag("code", id_) + words + markup.close_tag("code", id_))
             else:
                 view.append(self._void(piece.text))
         self.view = "".join(view)
         self.plain = markup.strip_tags(self.view)
+        self.prose = "".join(piece.text for piece in pieces if piece.translate)
 
     def _void(self, text: str) -> str:
         id_ = len(self.syntax) + 1
@@ -567,7 +574,7 @@ class _MarkedText(PieceText):
 
     @property
     def segments(self) -> list[str]:
-        return [self.view.strip()] if any(c.isalpha() for c in self.plain) else []
+        return [self.view.strip()] if any(c.isalpha() for c in self.prose) else []
 
     def render(self, translations: list[str], escape=None) -> str:
         if not translations:
@@ -579,14 +586,35 @@ class _MarkedText(PieceText):
 
     def view_as_source(self, view: str, escape=None) -> str:
         out: list[str] = []
+        inside_kept: list[int] = []
         for token in markup.tokens(view):
             if token.kind == "text":
-                out.append(escape(self.plain, token.text) if escape else token.text)
+                if not inside_kept:  # a code span's words are its own, not the engine's
+                    out.append(escape(self.plain, token.text) if escape else token.text)
+            elif token.id in self.kept:
+                if token.kind == "open":
+                    inside_kept.append(token.id)
+                    out.append(self.syntax[token.id][0])
+                elif token.id in inside_kept:
+                    inside_kept.remove(token.id)
             elif token.kind in ("open", "void"):
                 out.append(self.syntax.get(token.id, ("", ""))[0])
             else:
                 out.append(self.syntax.get(token.id, ("", ""))[1])
         return "".join(out)
+
+
+def _code_words(span: str) -> str:
+    """The words of a code span that the sentence can carry ("run `make run` to start"): its content,
+    one line of ASCII (a command, a name, a value); "" where it holds anything that reads as a tag of ours."""
+    ticks = len(span) - len(span.lstrip("`"))
+    inner = span[ticks:len(span) - ticks] if span.endswith("`" * ticks) and len(span) > 2 * ticks else ""
+    if inner.startswith(" ") and inner.endswith(" ") and inner.strip():
+        inner = inner[1:-1]
+    if not inner.strip() or not inner.isascii() or "\n" in inner or len(inner) > 200 or "<" in inner \
+            or markup.TAG.search(inner):
+        return ""
+    return inner
 
 
 def _tag_name(piece: Piece) -> str:

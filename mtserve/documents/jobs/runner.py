@@ -23,7 +23,7 @@ from typing import Callable
 
 from mtserve.documents.formats.base import Document, Output, keep_edges, protected_split
 from mtserve.documents.formats.registry import default_context
-from mtserve.service.request import NO_GUIDANCE, Guidance, Translation, TranslationRequest
+from mtserve.service.request import NO_GUIDANCE, Guidance, Translation, TranslationRequest, Usage
 from mtserve.service.scheduler import DeadlineExceeded, Priority, QueueFull
 from mtserve.service.translator import TranslationService
 from mtserve.text.detect import Detection
@@ -73,13 +73,14 @@ async def translate_document(
     chunks = [segments[i:i + size] for i in range(0, total, size)]
     translations: list[str] = []
     stored: list[bool] = []
+    usage = Usage()
     done = 0
     if on_progress is not None:
         on_progress(0, total)
     for chunk in chunks:
         outputs, from_memory = await _chunk(service, chunk, TranslationRequest(
             (), target, source=source, format="markup" if document.markup else "text", glossary=glossary,
-            guidance=guidance or NO_GUIDANCE, key_id=key_id), document)
+            guidance=guidance or NO_GUIDANCE, key_id=key_id), document, usage)
         translations += outputs
         stored += from_memory
         done += len(chunk)
@@ -89,16 +90,29 @@ async def translate_document(
     if document.from_memory:
         notes.append(f"{len(document.from_memory)} of {total} segments are translations stored in the "
                      "translation memory, used as stored.")
+    notes += review_notes(usage)
     output = await document.render_async(translations, target)
     return DocumentResult(output, source, detected, notes + [n for n in document.notes if n not in notes])
 
 
+def review_notes(usage: Usage) -> list[str]:
+    """What a reader of the translated document should check, from what the service counted."""
+    notes = []
+    if usage.content_dropped:
+        notes.append(f"{usage.content_dropped} segments may lack part of their source: no counterpart was "
+                     "found for some of its words, even after a stricter retry. Check them.")
+    if usage.markup_unplaced:
+        notes.append(f"{usage.markup_unplaced} formatting tags could not be put on the words that translate "
+                     "theirs; each is kept, empty, at its sentence's end.")
+    return notes
+
+
 async def _chunk(service: TranslationService, texts: list[str], request: TranslationRequest,
-                 document: Document) -> tuple[list[str], list[bool]]:
+                 document: Document, usage: Usage) -> tuple[list[str], list[bool]]:
     """The chunk's translations (``request`` says how; its texts are these), and for each whether it
     is a TM entry served as stored."""
     unique = list(dict.fromkeys(texts))  # a repeated segment is translated once
-    results = await _translate(service, replace(request, texts=tuple(unique)))
+    results = await _translate(service, replace(request, texts=tuple(unique)), usage)
     outputs = [r.text for r in results]
     if document.placeholders is not None:
         outputs = await _keep_placeholders(service, unique, outputs, request, document)
@@ -107,7 +121,8 @@ async def _chunk(service: TranslationService, texts: list[str], request: Transla
     return [translated[text][0] for text in texts], [translated[text][1] for text in texts]
 
 
-async def _translate(service: TranslationService, request: TranslationRequest) -> list[Translation]:
+async def _translate(service: TranslationService, request: TranslationRequest,
+                     usage: Usage | None = None) -> list[Translation]:
     """The request's texts translated as background work, patient with a busy server: a full queue
     is waited out and a missed deadline retried, rather than the document failed."""
     if not request.texts:
@@ -116,7 +131,7 @@ async def _translate(service: TranslationService, request: TranslationRequest) -
     misses = 0
     while True:
         try:
-            return await service.translate(request)
+            return await service.translate(request, usage)
         except QueueFull as exc:  # the API is busy: wait for room rather than fail the document
             await asyncio.sleep(min(float(exc.retry_after_s), QUEUE_FULL_WAIT_MAX_S))
         except DeadlineExceeded:

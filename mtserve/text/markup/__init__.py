@@ -40,7 +40,7 @@ from mtserve.text.markup.icu import (
     rebuild_icu,
     simple_form,
 )
-from mtserve.text.markup.placement import anchors, project
+from mtserve.text.markup.placement import anchors, consistent, locate, move_to_end, project
 from mtserve.text.markup.tags import (
     AS_WRITTEN,
     PLACEHOLDER,
@@ -67,6 +67,6 @@ __all__ = [
     "strip_tags", "placeholders", "open_tag", "close_tag", "void_tag", "Element", "structure",
     "keep_tags_whole", "balanced", "check",
     "UNSPACED", "fix_edges",
-    "project", "anchors",
+    "project", "anchors", "locate", "consistent", "move_to_end",
     "ICU_COUNT", "IcuArgument", "icu_arguments", "simple_form", "branch_text", "branch_back", "rebuild_icu",
 ]

@@ -14,6 +14,7 @@ from mtserve.text.markup.tags import (
     open_tag,
     strip_tags,
     structure,
+    tokens,
     void_tag,
 )
 from mtserve.text.segment import is_cjk
@@ -87,6 +88,41 @@ def anchors(translation: str, contents: dict[int, str], elements: dict[int, Elem
                                                                                         start + len(needle)))]
         if len(spans) == 1:
             found[id_] = spans[0]
+    return consistent(found, elements)
+
+
+def locate(translation: str, words: str, source_at: float) -> tuple[int, int] | None:
+    """Where ``words`` (copied from ``translation``) stand in it, at word edges: the one occurrence,
+    or of several the one whose place in the translation is nearest ``source_at``, the place (0-1)
+    of the words they translate in the source."""
+    if not words.strip():
+        return None
+    spans = [(m.start(), m.start() + len(words)) for m in re.finditer(re.escape(words), translation)]
+    spans = [span for span in spans if _on_word_edges(translation, span)]
+    if not spans:
+        return None
+    return min(spans, key=lambda span: abs(span[0] / max(1, len(translation)) - source_at))
+
+
+_SENTENCE_END = re.compile(r"(?:\s|</[a-z]+\d+>|[.。!?！？…:：;；\"'”’)\]）」』])*$")
+
+
+def move_to_end(view: str, id_: int) -> str:
+    """``view`` with the pair of tags ``id_`` taken off its words and put, empty, at the sentence's
+    end (before its closing punctuation): where a tag's words cannot be found, it keeps the tag
+    without pointing at words it does not belong to."""
+    opening = next((t.text for t in tokens(view) if t.id == id_ and t.kind == "open"), None)
+    closing = next((t.text for t in tokens(view) if t.id == id_ and t.kind == "close"), None)
+    if opening is None or closing is None:
+        return view
+    bare = view.replace(opening, "", 1).replace(closing, "", 1)
+    end = _SENTENCE_END.search(bare).start()
+    return bare[:end] + opening + closing + bare[end:]
+
+
+def consistent(found: dict[int, tuple[int, int]], elements: dict[int, Element]) -> dict[int, tuple[int, int]]:
+    """The anchors of ``found`` that nest as the source nests them, and cross none of the others."""
+    found = dict(found)
     for id_ in list(found):  # a pair must nest as in the source, or cross nothing
         for other in list(found):
             if other == id_ or id_ not in found or other not in found:
