@@ -4,7 +4,9 @@ Bad input is a 4xx that says what to fix; overload is 503 with Retry-After; a
 missed deadline is 504. Only a real server fault is a 500, and it carries the
 request id so the log line can be found, never a stack trace.
 
-The LibreTranslate family (every path outside ``/v1/`` and ``/v2/``) words the errors its
+Each family's errors have its clients' shape: DeepL's ``{"message": ...}`` on every path under
+``/v2`` and ``/v3`` (an unknown one's 404 too), OpenAI's under ``/v1``. The LibreTranslate family
+(every other path) words the errors its
 clients and monitors compare as LibreTranslate's ``app.py`` does ("zz is not supported",
 "Invalid API key"), and puts mtserve's longer advice in a ``hint`` field beside ``error``.
 """
@@ -88,9 +90,17 @@ OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                       404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
 
 
+# The path prefixes each family but LibreTranslate's owns: DeepL's v2 API and its v3 (glossaries,
+# style rules), which mtserve does not serve but whose clients still parse DeepL's error shape.
+FAMILY_PREFIXES = (("/v2", "deepl"), ("/v3", "deepl"), ("/v1", "openai"))
+
+
 def api_family(path: str) -> str:
-    """Whose API ``path`` speaks: ``"deepl"`` (/v2/), ``"openai"`` (/v1/), else ``"libretranslate"``."""
-    return "deepl" if path.startswith("/v2/") else "openai" if path.startswith("/v1/") else "libretranslate"
+    """Whose API ``path`` speaks: ``"deepl"`` (/v2, /v3), ``"openai"`` (/v1), else ``"libretranslate"``."""
+    for prefix, family in FAMILY_PREFIXES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return family
+    return "libretranslate"
 
 
 def is_libretranslate(path: str) -> bool:
@@ -101,7 +111,7 @@ def is_libretranslate(path: str) -> bool:
 def error_body(status: int, message: str, path: str = "", hint: str | None = None) -> dict:
     """The error shape each API family's clients parse.
 
-    LibreTranslate: {"error": "...", "hint": "..."} (hint only when there is one); DeepL (/v2):
+    LibreTranslate: {"error": "...", "hint": "..."} (hint only when there is one); DeepL (/v2, /v3):
     {"message": "..."}; OpenAI (/v1): {"error": {"message", "type", "param", "code"}}. The two
     without a hint field carry it in the message.
     """
