@@ -3,6 +3,7 @@ checks, document ids and status. Over real HTTP, on a server around a prompted t
 
 from __future__ import annotations
 
+import deepl
 import httpx
 import pytest
 
@@ -36,3 +37,42 @@ def test_other_families_keep_their_own_error_shapes(server):
     assert libretranslate.status_code == 404 and set(libretranslate.json()) == {"error"}
     openai = httpx.get(f"{server}/v1/nothing")
     assert openai.status_code == 404 and set(openai.json()["error"]) == {"message", "type", "param", "code"}
+
+
+# --- glossary entries ------------------------------------------------------------------------------
+CSV_ENTRIES = '''"Acme ""Pro""","Acme ""Pro"" GmbH"
+"a, b","c, d"
+C#,C#
+"""",'
+'''
+ENTRIES = {'Acme "Pro"': 'Acme "Pro" GmbH', "a, b": "c, d", "C#": "C#", '"': "'"}
+
+
+def create_glossary(server, entries: str, entries_format: str) -> httpx.Response:
+    return httpx.post(f"{server}/v2/glossaries", json={"name": "g", "source_lang": "EN", "target_lang": "DE",
+                                                       "entries": entries, "entries_format": entries_format})
+
+
+def test_glossary_entries_with_quotes_and_commas_export_as_deepl_s_tsv_and_round_trip(server):
+    made = create_glossary(server, CSV_ENTRIES, "csv")
+    assert made.status_code == 201, made.text
+    glossary_id = made.json()["glossary_id"]
+    exported = httpx.get(f"{server}/v2/glossaries/{glossary_id}/entries",
+                         headers={"Accept": "text/tab-separated-values"})
+    assert exported.status_code == 200, exported.text  # was a 500: the TSV writer could not write a '"'
+    assert exported.text.splitlines() == [f"{term}\t{translation}" for term, translation in ENTRIES.items()]
+    assert deepl.Translator("any-key", server_url=server).get_glossary_entries(glossary_id) == ENTRIES
+    again = create_glossary(server, exported.text, "tsv")
+    assert again.status_code == 201, again.text
+    assert httpx.get(f"{server}/v2/glossaries/{again.json()['glossary_id']}/entries").text == exported.text
+
+
+@pytest.mark.parametrize("entries, entries_format", [
+    ('"a\tb",c\n', "csv"),  # CSV could quote it, but DeepL refuses a tab in any term
+    ('"a\nb",c\n', "csv"),
+    ("a\tb\tc\n", "tsv"),  # a second tab: DeepL's TSV has no quoting
+    ('{"a": "b\\u2028c"}', "json"),
+])
+def test_an_entry_holding_a_tab_or_line_break_is_refused_at_creation(server, entries, entries_format):
+    r = create_glossary(server, entries, entries_format)
+    assert r.status_code == 400 and "tab" in r.json()["message"], r.text
