@@ -7,6 +7,7 @@ import deepl
 import httpx
 import pytest
 
+from tests.fakes import FakeEngine
 from tests.quality.helpers import ScriptedEngine
 from tests.servers import serve
 
@@ -76,3 +77,37 @@ def test_glossary_entries_with_quotes_and_commas_export_as_deepl_s_tsv_and_round
 def test_an_entry_holding_a_tab_or_line_break_is_refused_at_creation(server, entries, entries_format):
     r = create_glossary(server, entries, entries_format)
     assert r.status_code == 400 and "tab" in r.json()["message"], r.text
+
+
+# --- values DeepL checks ---------------------------------------------------------------------------
+def translate(server, **fields) -> httpx.Response:
+    return httpx.post(f"{server}/v2/translate", json={"text": ["你好"], "source_lang": "ZH", "target_lang": "DE",
+                                                      **fields})
+
+
+@pytest.mark.parametrize("value, status", [
+    ("0", 200), ("1", 200), ("nonewlines", 200), (0, 200),
+    ("2", 400), ("yes", 400), (True, 400), ("", 400), (["1"], 400),
+])
+def test_split_sentences_takes_deepl_s_values_only(server, value, status):
+    r = translate(server, split_sentences=value)
+    assert r.status_code == status, r.text
+    if status == 400:
+        assert "'split_sentences'" in r.json()["message"]
+
+
+def test_model_type_takes_deepl_s_values_and_says_which_model_served(server):
+    translator = deepl.Translator("any-key", server_url=server)
+    for model_type in deepl.ModelType:
+        result = translator.translate_text("你好", source_lang="ZH", target_lang="DE", model_type=model_type)
+        assert result.model_type_used == "quality_optimized"  # an LLM: DeepL's next-gen kind of model
+    assert "model_type_used" not in translate(server).json()["translations"][0]  # as DeepL: only when asked
+    bad = translate(server, model_type="fastest")
+    assert bad.status_code == 400 and "'model_type'" in bad.json()["message"]
+
+
+def test_a_seq2seq_model_serves_as_latency_optimized(tmp_path):
+    with serve(FakeEngine(), home=tmp_path) as url:
+        r = translate(url, model_type="quality_optimized")
+    assert r.status_code == 200, r.text
+    assert r.json()["translations"][0]["model_type_used"] == "latency_optimized"
