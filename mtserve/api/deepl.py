@@ -10,10 +10,10 @@ mtserve's glossary store.
 ``custom_instructions`` (up to 10 of up to 300 characters, DeepL's bounds) and
 ``formality`` reach an LLM engine's prompt (``mtserve.engines.prompts``), and
 key the cache. ``supports_formality`` in ``/v2/languages`` is true where the
-engine is prompted and the target marks formality (German Sie/du, French
-vous/tu, Chinese 您/你...); elsewhere, and always on a seq2seq engine, which has
-no prompt, ``formality=more|less`` is a 400 and ``prefer_more|prefer_less``
-fall back to the default, as DeepL answers. A seq2seq engine ignores
+engine is prompted and the target is one DeepL offers formality for (German
+Sie/du, French vous/tu...; ``FORMALITY_TARGETS``); elsewhere, and always on a
+seq2seq engine, which has no prompt, ``formality=more|less`` is a 400 and
+``prefer_more|prefer_less`` fall back to the default, as DeepL answers. A seq2seq engine ignores
 ``context`` and ``custom_instructions``.
 ``split_sentences`` (``0``, ``1`` or ``nonewlines``, as DeepL checks it) and
 ``preserve_formatting`` are accepted: mtserve always splits at sentences and

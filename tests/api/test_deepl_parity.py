@@ -111,3 +111,14 @@ def test_a_seq2seq_model_serves_as_latency_optimized(tmp_path):
         r = translate(url, model_type="quality_optimized")
     assert r.status_code == 200, r.text
     assert r.json()["translations"][0]["model_type_used"] == "latency_optimized"
+
+
+def test_supports_formality_is_true_only_where_formality_is_followed(server):
+    translator = deepl.Translator("any-key", server_url=server)
+    targets = {lang.code: lang.supports_formality for lang in translator.get_target_languages()}
+    assert targets["DE"] is True and targets["FR"] is True
+    for code in ("ZH", "ZH-HANS", "KO", "TR", "UK", "EN-US"):  # DeepL's "no" too
+        assert targets[code] is False, code
+    with pytest.raises(deepl.DeepLException, match="Target language.*formality"):  # deepl-python's own match
+        translator.translate_text("你好", source_lang="ZH", target_lang="TR", formality="more")
+    assert translator.translate_text("你好", source_lang="ZH", target_lang="TR", formality="prefer_more").text
