@@ -23,7 +23,13 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mtserve.documents.formats.base import DocumentError, LimitExceeded, StorageUnavailable, TooManyDocuments
+from mtserve.documents.formats.base import (
+    DocumentError,
+    LimitExceeded,
+    StorageUnavailable,
+    TooManyDocuments,
+    UnsupportedFormat,
+)
 from mtserve.engines.base import EngineError, PromptTooLong
 from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
 from mtserve.service.glossary import (
@@ -214,6 +220,10 @@ def words_of(exc: Exception, path: str = "") -> tuple[str, str | None]:
         return f"translation did not finish within the deadline ({message}); send shorter text or retry", None
     if isinstance(exc, UnknownGlossary) and not isinstance(exc, UnusableGlossaryId) and api_family(path) == "deepl":
         return f"Glossary not found: {exc.glossary_id}", None  # DeepL's words, which its clients show
+    if isinstance(exc, UnsupportedFormat) and api_family(path) == "deepl":  # DeepL's words, which its clients match
+        what = (f"the file extension '.{exc.extension}' is not supported" if exc.extension
+                else "the file has no file extension to tell its format")
+        return f"Invalid file data: {what}; allowed formats: {exc.allowed}", None
     if isinstance(exc, (UnsupportedLanguage, FormalityUnsupported)):
         return f"{message} ({LANGUAGE_HINTS[api_family(path)]})", None
     return message, None

@@ -74,3 +74,9 @@ def test_document_jobs_share_the_job_store_with_jobs(translator, server):
     handle = translator.translate_document_upload("你好。".encode(), target_lang="EN-US", filename="b.txt")
     job = httpx.get(f"{server}/jobs/{handle.document_id}").json()
     assert job["id"] == handle.document_id and job["filename"] == "b.txt"
+
+
+def test_a_file_of_a_format_the_server_does_not_take_is_deepl_s_invalid_file(translator):
+    with pytest.raises(deepl.DeepLException, match="Invalid file") as refused:  # deepl-python's tests match this
+        translator.translate_document_upload(b"MZ", target_lang="EN-US", filename="virus.exe")
+    assert "file extension '.exe'" in str(refused.value) and "allowed formats: .txt" in str(refused.value)
