@@ -3,7 +3,8 @@
 Upload (``POST /v2/document``: multipart ``file``, ``target_lang``, optional
 ``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``, and
 mtserve's ``context``, which replaces the format's own default context) answers
-``document_id`` and ``document_key``. The status (``POST /v2/document/{id}``
+``document_id`` and ``document_key``; a ``source_lang`` equal to ``target_lang`` is
+refused, as DeepL refuses it. The status (``POST /v2/document/{id}``
 with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
 ``seconds_remaining`` and ``billed_characters``; the result
 (``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
@@ -32,6 +33,7 @@ from mtserve.api.keys import admit, job_owner
 from mtserve.api.uploads import Upload, queue_document, read_upload
 from mtserve.documents.formats.registry import format_for
 from mtserve.documents.jobs.store import Job, JobStatus, JobStore
+from mtserve.text.languages import language_name
 
 router = APIRouter(prefix="/v2", tags=["DeepL API v2"])
 
@@ -82,6 +84,9 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     supported = service.languages
     target = to_mtserve(fields["target_lang"], "target_lang", supported)
     source = to_mtserve(fields["source_lang"], "source_lang", supported) if fields.get("source_lang") else "auto"
+    if source == target:
+        raise ApiError(400, f"Source and target language are equal: both are {language_name(target)}; "
+                            "send another target_lang")
     # formality as /v2/translate takes it; context (an mtserve extension) overrides the format's default
     guidance = guidance_of(store.settings, fields.get("context") or None,
                            formality=formality_of(fields.get("formality")))

@@ -76,6 +76,15 @@ def test_document_jobs_share_the_job_store_with_jobs(translator, server):
     assert job["id"] == handle.document_id and job["filename"] == "b.txt"
 
 
+def test_a_document_into_its_own_language_is_refused(translator, server):
+    r = httpx.post(f"{server}/v2/document", data={"source_lang": "EN", "target_lang": "EN-US"},
+                   files={"file": ("a.txt", b"Hello.")})
+    assert r.status_code == 400 and "Source and target language are equal" in r.json()["message"], r.text
+    with pytest.raises(deepl.DeepLException, match="Source and target language are equal"):
+        translator.translate_document_upload("你好。".encode(), source_lang="ZH", target_lang="ZH-HANS",
+                                             filename="d.txt")
+
+
 def test_a_file_of_a_format_the_server_does_not_take_is_deepl_s_invalid_file(translator):
     with pytest.raises(deepl.DeepLException, match="Invalid file") as refused:  # deepl-python's tests match this
         translator.translate_document_upload(b"MZ", target_lang="EN-US", filename="virus.exe")
