@@ -3,8 +3,9 @@
 Upload (``POST /v2/document``: multipart ``file``, ``target_lang``, optional
 ``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``, and
 mtserve's ``context``, which replaces the format's own default context) answers
-``document_id`` and ``document_key``; a ``source_lang`` equal to ``target_lang`` is
-refused, as DeepL refuses it. The status (``POST /v2/document/{id}``
+``document_id`` and ``document_key``, uppercase hex as DeepL's are (either case is
+taken back); a ``source_lang`` equal to ``target_lang`` is refused, as DeepL refuses
+it. The status (``POST /v2/document/{id}``
 with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
 ``seconds_remaining`` and ``billed_characters``; the result
 (``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
@@ -102,7 +103,7 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     job = await queue_document(request, store, filename, upload.content, source, target, None, glossary_id,
                                guidance)
     request.app.state.runtime.usage_chars += job.chars
-    return {"document_id": job.id, "document_key": store.document_key(job)}
+    return {"document_id": job.id.upper(), "document_key": store.document_key(job).upper()}
 
 
 async def _job(request: Request, document_id: str) -> Job:
@@ -123,7 +124,7 @@ async def _job(request: Request, document_id: str) -> Job:
 @router.post("/document/{document_id}")
 async def document_status(request: Request, document_id: str):
     job = await _job(request, document_id)
-    body = {"document_id": job.id, "status": STATUS[job.status]}
+    body = {"document_id": job.id.upper(), "status": STATUS[job.status]}
     if job.status is JobStatus.RUNNING and job.done:
         rate = (time.time() - job.created_at) / job.done
         body["seconds_remaining"] = max(1, round(rate * (job.total - job.done)))

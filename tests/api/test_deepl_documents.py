@@ -6,6 +6,8 @@ result: the round trip every DeepL plugin that translates files makes.
 
 from __future__ import annotations
 
+import re
+
 import deepl
 import httpx
 import pytest
@@ -73,7 +75,19 @@ def test_bad_uploads_are_deepl_errors(server):
 def test_document_jobs_share_the_job_store_with_jobs(translator, server):
     handle = translator.translate_document_upload("你好。".encode(), target_lang="EN-US", filename="b.txt")
     job = httpx.get(f"{server}/jobs/{handle.document_id}").json()
-    assert job["id"] == handle.document_id and job["filename"] == "b.txt"
+    assert job["id"] == handle.document_id.lower() and job["filename"] == "b.txt"  # /jobs shows ids lowercase
+
+
+def test_document_ids_and_keys_are_uppercase_hex_as_deepl_s_and_either_case_is_taken(translator, server):
+    handle = translator.translate_document_upload("你好。".encode(), target_lang="EN-US", filename="c.txt")
+    assert re.fullmatch("[0-9A-F]{32}", handle.document_id) and re.fullmatch("[0-9A-F]{64}", handle.document_key)
+    assert translator.translate_document_wait_until_done(handle).ok
+    for document_id, key in ((handle.document_id, handle.document_key),
+                             (handle.document_id.lower(), handle.document_key.lower())):
+        status = httpx.post(f"{server}/v2/document/{document_id}", json={"document_key": key})
+        assert status.status_code == 200 and status.json()["document_id"] == handle.document_id, status.text
+    not_ascii = httpx.post(f"{server}/v2/document/{handle.document_id}", json={"document_key": "é" * 64})
+    assert not_ascii.status_code == 403, not_ascii.text  # was a 500: compare_digest refuses such a str
 
 
 def test_a_document_into_its_own_language_is_refused(translator, server):

@@ -198,7 +198,9 @@ class JobStore:
         return hmac.new(self._secret(), job.id.encode(), hashlib.sha256).hexdigest()
 
     def key_matches(self, job: Job, key: str) -> bool:
-        return hmac.compare_digest(self.document_key(job), key or "")
+        """Whether ``key`` is the job's document key, in either case (DeepL's clients hold it uppercase);
+        compared as bytes, since compare_digest refuses a str that is not ASCII."""
+        return hmac.compare_digest(self.document_key(job).encode(), (key or "").lower().encode())
 
     def _download_token(self, job_id: str) -> str:
         """The capability that downloads a job's result: an HMAC of its id, under the same secret as
@@ -516,8 +518,10 @@ class JobStore:
 
     def get(self, job_id: str, owner: str | None) -> Job | None:
         """The job with this id if ``owner`` (an API key id, None for a caller without one, or
-        ``ALL_OWNERS``) owns it; None otherwise, so another's job and no job look the same."""
-        job = self.jobs.get(job_id) if JOB_ID.fullmatch(job_id or "") else None
+        ``ALL_OWNERS``) owns it; None otherwise, so another's job and no job look the same. The id's
+        hex is read in either case (DeepL's document API shows it uppercase)."""
+        job_id = (job_id or "").lower()
+        job = self.jobs.get(job_id) if JOB_ID.fullmatch(job_id) else None
         if job is None or (owner != ALL_OWNERS and job.owner != owner):
             return None
         return job
