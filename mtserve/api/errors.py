@@ -220,6 +220,8 @@ def words_of(exc: Exception, path: str = "") -> tuple[str, str | None]:
         return f"translation did not finish within the deadline ({message}); send shorter text or retry", None
     if isinstance(exc, UnknownGlossary) and not isinstance(exc, UnusableGlossaryId) and api_family(path) == "deepl":
         return f"Glossary not found: {exc.glossary_id}", None  # DeepL's words, which its clients show
+    if isinstance(exc, KeyRequired) and api_family(path) == "deepl":  # where DeepL's clients send the key
+        return "an API key is required: send it in an Authorization: DeepL-Auth-Key <key> header", None
     if isinstance(exc, UnsupportedFormat) and api_family(path) == "deepl":  # DeepL's words, which its clients match
         what = (f"the file extension '.{exc.extension}' is not supported" if exc.extension
                 else "the file has no file extension to tell its format")
