@@ -5,10 +5,11 @@ Upload (``POST /v2/document``: multipart ``file``, ``target_lang``, optional
 mtserve's ``context``, which replaces the format's own default context) answers
 ``document_id`` and ``document_key``, uppercase hex as DeepL's are (either case is
 taken back); a ``source_lang`` equal to ``target_lang`` is refused, as DeepL refuses
-it. The status (``POST /v2/document/{id}``
-with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
-``seconds_remaining`` and ``billed_characters``; the result
-(``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
+it. The status (``/v2/document/{id}``, GET or POST as DeepL takes it, with the key)
+is ``queued``, ``translating``, ``done`` or ``error``: while translating with
+``seconds_remaining``, estimated from the time its segments so far took (absent
+before the first is done), once done with ``billed_characters``. The result
+(``/v2/document/{id}/result``, GET or POST) is the file, deleted once downloaded. A
 wrong key is a 403 and an unknown id a 404, as DeepL answers. With API keys on,
 a document belongs to the key that uploaded it: to any other caller its id is
 unknown (404), whatever ``document_key`` it sends.
@@ -19,7 +20,6 @@ and queue as ``/jobs`` and ``/translate_file``.
 
 from __future__ import annotations
 
-import time
 from pathlib import PurePath
 
 from fastapi import APIRouter, Request
@@ -121,13 +121,14 @@ async def _job(request: Request, document_id: str) -> Job:
     return job
 
 
-@router.post("/document/{document_id}")
+@router.get("/document/{document_id}", operation_id="deepl_document_status_get")
+@router.post("/document/{document_id}", operation_id="deepl_document_status_post")
 async def document_status(request: Request, document_id: str):
+    """The document's status; while it is translating, ``seconds_remaining`` once its progress tells."""
     job = await _job(request, document_id)
     body = {"document_id": job.id.upper(), "status": STATUS[job.status]}
-    if job.status is JobStatus.RUNNING and job.done:
-        rate = (time.time() - job.created_at) / job.done
-        body["seconds_remaining"] = max(1, round(rate * (job.total - job.done)))
+    if (seconds := job.seconds_remaining()) is not None:
+        body["seconds_remaining"] = seconds
     if job.status is JobStatus.DONE:
         body["billed_characters"] = job.chars
     if job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
@@ -135,7 +136,8 @@ async def document_status(request: Request, document_id: str):
     return body
 
 
-@router.post("/document/{document_id}/result")
+@router.get("/document/{document_id}/result", operation_id="deepl_document_result_get")
+@router.post("/document/{document_id}/result", operation_id="deepl_document_result_post")
 async def document_result(request: Request, document_id: str):
     """The translated file, once; it is deleted after this download, as DeepL does."""
     job = await _job(request, document_id)

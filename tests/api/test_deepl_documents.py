@@ -12,10 +12,11 @@ import deepl
 import httpx
 import pytest
 
+from mtserve.documents.jobs.store import Job, JobStatus
 from tests.documents import samples
 from tests.documents.helpers import SwapEngine, visible_text
 from tests.documents.samples import has_han
-from tests.servers import serve
+from tests.servers import serve, wait_until
 
 FORMATS = ["notes.txt", "report.docx", "slides.pptx", "page.html", "film.srt"]
 
@@ -103,3 +104,39 @@ def test_a_file_of_a_format_the_server_does_not_take_is_deepl_s_invalid_file(tra
     with pytest.raises(deepl.DeepLException, match="Invalid file") as refused:  # deepl-python's tests match this
         translator.translate_document_upload(b"MZ", target_lang="EN-US", filename="virus.exe")
     assert "file extension '.exe'" in str(refused.value) and "allowed formats: .txt" in str(refused.value)
+
+
+def test_seconds_remaining_is_the_time_per_segment_so_far_times_the_segments_left():
+    job = Job(id="0" * 32, filename="a.txt", format="plain", source="zh", target="en", total=10)
+    assert job.seconds_remaining(now=110.0) is None  # queued
+    job.status, job.started_at = JobStatus.RUNNING, 100.0
+    assert job.seconds_remaining(now=110.0) is None  # running, nothing done yet: nothing to tell
+    job.done = 2
+    assert job.seconds_remaining(now=104.0) == 16  # 2 s a segment, 8 left
+    job.done = 10
+    assert job.seconds_remaining(now=120.0) == 1  # every segment done, the file still to write
+
+
+def test_a_translating_document_tells_its_seconds_remaining_on_get_and_post(tmp_path):
+    text = "".join(f"第{n}行。\n" for n in range(8)).encode()
+    with serve(SwapEngine(slots=1, delay_s=0.4), home=tmp_path, files_chunk=1) as url:
+        translator = deepl.Translator("any-key", server_url=url)
+        handle = translator.translate_document_upload(text, source_lang="ZH", target_lang="EN-US",
+                                                      filename="lines.txt")
+        status_url = f"{url}/v2/document/{handle.document_id}"
+
+        def estimated() -> dict | None:
+            body = httpx.get(status_url, params={"document_key": handle.document_key}).json()
+            assert body["status"] in ("queued", "translating"), body  # the estimate must come while it runs
+            assert "seconds_remaining" not in body or body["status"] == "translating", body
+            return body if "seconds_remaining" in body else None
+
+        body = wait_until(estimated, 20, "a status with seconds_remaining")
+        assert isinstance(body["seconds_remaining"], int) and 1 <= body["seconds_remaining"] <= 30, body
+        posted = httpx.post(status_url, json={"document_key": handle.document_key}).json()
+        if posted["status"] == "translating":  # POST, as the deepl client polls (it may have finished since)
+            assert 1 <= posted["seconds_remaining"] <= 30, posted
+        done = translator.translate_document_wait_until_done(handle)
+        assert done.ok and done.seconds_remaining is None  # done: nothing remains to estimate
+        got = httpx.get(f"{status_url}/result", params={"document_key": handle.document_key})
+        assert got.status_code == 200 and b"\xe7\xac\xac" not in got.content  # no Han left (swapped)
