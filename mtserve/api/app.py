@@ -16,7 +16,7 @@ from fastapi_offline import FastAPIOffline
 from mtserve import __version__
 from mtserve.api.deepl import router as deepl_router
 from mtserve.api.deepl_documents import router as deepl_documents_router
-from mtserve.api.errors import BodyTooLarge, error_response, install_error_handlers
+from mtserve.api.errors import BodyTooLarge, api_family, error_response, install_error_handlers
 from mtserve.api.files import UPLOAD_PATHS, logged_path, upload_limit_bytes
 from mtserve.api.files import router as files_router
 from mtserve.api.libretranslate import router as libretranslate_router
@@ -40,15 +40,6 @@ UNTRACKED_PATHS = ("/static/", "/static-offline-docs/", "/favicon")
 DOCS_PATHS = ("/docs", "/redoc")
 DOCS_POLICY = (b"default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
                b"script-src 'self' 'unsafe-inline'; worker-src 'self' blob:; font-src 'self' data:")
-
-
-def api_family(path: str) -> str:
-    """The metrics' ``api`` label: which client protocol a request spoke."""
-    if path.startswith("/v2/"):
-        return "deepl"
-    if path.startswith("/v1/"):
-        return "openai"
-    return "libretranslate"
 
 
 class RequestContextMiddleware:

@@ -10,13 +10,17 @@ mtserve's glossary store.
 ``custom_instructions`` (up to 10 of up to 300 characters, DeepL's bounds) and
 ``formality`` reach an LLM engine's prompt (``mtserve.engines.prompts``), and
 key the cache. ``supports_formality`` in ``/v2/languages`` is true where the
-engine is prompted and the target marks formality (German Sie/du, French
-vous/tu, Chinese 您/你...); elsewhere, and always on a seq2seq engine, which has
-no prompt, ``formality=more|less`` is a 400 and ``prefer_more|prefer_less``
-fall back to the default, as DeepL answers. A seq2seq engine ignores
+engine is prompted and the target is one DeepL offers formality for (German
+Sie/du, French vous/tu...; ``FORMALITY_TARGETS``); elsewhere, and always on a
+seq2seq engine, which has no prompt, ``formality=more|less`` is a 400 and
+``prefer_more|prefer_less`` fall back to the default, as DeepL answers. A seq2seq engine ignores
 ``context`` and ``custom_instructions``.
-``split_sentences`` and ``preserve_formatting`` are accepted: mtserve always
-splits at sentences and always keeps whitespace. ``tag_handling=xml|html``
+``split_sentences`` (``0``, ``1`` or ``nonewlines``, as DeepL checks it) and
+``preserve_formatting`` are accepted: mtserve always splits at sentences and
+always keeps whitespace. ``model_type`` is checked against DeepL's values, and
+each translation then says in ``model_type_used`` which of DeepL's two kinds of
+model served it: mtserve has one model, an LLM engine's reported as
+quality_optimized and a seq2seq engine's as latency_optimized, whatever was asked. ``tag_handling=xml|html``
 translates each sentence whole with its inline tags; ``ignore_tags``,
 ``non_splitting_tags``, ``splitting_tags`` and ``outline_detection`` follow
 DeepL's meaning (``mtserve.text.html.TagHandling``).
@@ -58,6 +62,8 @@ DEEPL_TO_MTSERVE = {"EN-US": "en", "EN-GB": "en", "ZH-HANS": "zh", "ZH-HANT": "z
 TARGET_VARIANTS = {"en": ["EN-US", "EN-GB"], "zh": ["ZH", "ZH-HANS"], "zt": ["ZH-HANT"],
                    "pt": ["PT-PT", "PT-BR"]}
 FORMALITY_KNOWN = {"default", "more", "less", "prefer_more", "prefer_less"}
+SPLIT_SENTENCES = ("0", "1", "nonewlines")
+MODEL_TYPES = ("quality_optimized", "prefer_quality_optimized", "latency_optimized")
 
 
 def formality_of(value: Any) -> str:
@@ -69,6 +75,30 @@ def formality_of(value: Any) -> str:
     if formality not in FORMALITY_KNOWN:
         raise ApiError(400, f"Value for 'formality' not supported: {shown(formality)}")
     return formality
+
+
+def check_split_sentences(value: Any) -> None:
+    """DeepL's ``split_sentences``, checked as DeepL checks it; mtserve splits at sentences whatever it is."""
+    if value is None:
+        return
+    spelled = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    if spelled is None or spelled.strip().lower() not in SPLIT_SENTENCES:
+        raise ApiError(400, f"Value for 'split_sentences' not supported: {shown(value)}; use 0, 1 or nonewlines")
+
+
+def model_type_used(fields: dict[str, Any], prompted: bool) -> str | None:
+    """What ``model_type_used`` says, None where the request named no ``model_type``.
+
+    DeepL serves any model_type on any pair and says which kind of model served it. mtserve has
+    one model: an LLM is what DeepL calls quality_optimized, a seq2seq model latency_optimized.
+    """
+    requested = text_field(fields, "model_type")
+    if requested is None:
+        return None
+    if requested.strip().lower() not in MODEL_TYPES:
+        raise ApiError(400, f"Value for 'model_type' not supported: {shown(requested)}; "
+                            f"use one of {', '.join(MODEL_TYPES)}")
+    return "quality_optimized" if prompted else "latency_optimized"
 
 
 def to_mtserve(code: str, role: str, supported: tuple[str, ...]) -> str:
@@ -173,15 +203,17 @@ async def translate(request: Request):
     glossary_id = text_field(fields, "glossary_id") or None
     if glossary_id and source == "auto":
         raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
+    check_split_sentences(fields.get("split_sentences"))
+    served_by = model_type_used(fields, runtime_of(request).model.prompted)
     results, _ = await run_call(request, TranslationRequest(
         texts, target, source=source, format=fmt, tags=tags, glossary_id=glossary_id, guidance=guidance))
     runtime_of(request).usage_chars += chars
-    return {
-        "translations": [
-            {"detected_source_language": to_deepl(r.source), "text": r.text, "billed_characters": len(t)}
-            for r, t in zip(results, texts)
-        ]
-    }
+    translations = [{"detected_source_language": to_deepl(r.source), "text": r.text, "billed_characters": len(t)}
+                    for r, t in zip(results, texts)]
+    if served_by is not None:
+        for translation in translations:
+            translation["model_type_used"] = served_by
+    return {"translations": translations}
 
 
 # --- languages and usage -----------------------------------------------------------------

@@ -3,10 +3,13 @@
 Upload (``POST /v2/document``: multipart ``file``, ``target_lang``, optional
 ``source_lang``, ``filename``, ``glossary_id``, ``formality``, ``output_format``, and
 mtserve's ``context``, which replaces the format's own default context) answers
-``document_id`` and ``document_key``. The status (``POST /v2/document/{id}``
-with the key) is ``queued``, ``translating``, ``done`` or ``error``, with
-``seconds_remaining`` and ``billed_characters``; the result
-(``POST /v2/document/{id}/result``) is the file, deleted once downloaded. A
+``document_id`` and ``document_key``, uppercase hex as DeepL's are (either case is
+taken back); a ``source_lang`` equal to ``target_lang`` is refused, as DeepL refuses
+it. The status (``/v2/document/{id}``, GET or POST as DeepL takes it, with the key)
+is ``queued``, ``translating``, ``done`` or ``error``: while translating with
+``seconds_remaining``, estimated from the time its segments so far took (absent
+before the first is done), once done with ``billed_characters``. The result
+(``/v2/document/{id}/result``, GET or POST) is the file, deleted once downloaded. A
 wrong key is a 403 and an unknown id a 404, as DeepL answers. With API keys on,
 a document belongs to the key that uploaded it: to any other caller its id is
 unknown (404), whatever ``document_key`` it sends.
@@ -17,7 +20,6 @@ and queue as ``/jobs`` and ``/translate_file``.
 
 from __future__ import annotations
 
-import time
 from pathlib import PurePath
 
 from fastapi import APIRouter, Request
@@ -32,6 +34,7 @@ from mtserve.api.keys import admit, job_owner
 from mtserve.api.uploads import Upload, queue_document, read_upload
 from mtserve.documents.formats.registry import format_for
 from mtserve.documents.jobs.store import Job, JobStatus, JobStore
+from mtserve.text.languages import language_name
 
 router = APIRouter(prefix="/v2", tags=["DeepL API v2"])
 
@@ -82,6 +85,9 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     supported = service.languages
     target = to_mtserve(fields["target_lang"], "target_lang", supported)
     source = to_mtserve(fields["source_lang"], "source_lang", supported) if fields.get("source_lang") else "auto"
+    if source == target:
+        raise ApiError(400, f"Source and target language are equal: both are {language_name(target)}; "
+                            "send another target_lang")
     # formality as /v2/translate takes it; context (an mtserve extension) overrides the format's default
     guidance = guidance_of(store.settings, fields.get("context") or None,
                            formality=formality_of(fields.get("formality")))
@@ -97,7 +103,7 @@ async def _queue(request: Request, store: JobStore, upload: Upload) -> dict:
     job = await queue_document(request, store, filename, upload.content, source, target, None, glossary_id,
                                guidance)
     request.app.state.runtime.usage_chars += job.chars
-    return {"document_id": job.id, "document_key": store.document_key(job)}
+    return {"document_id": job.id.upper(), "document_key": store.document_key(job).upper()}
 
 
 async def _job(request: Request, document_id: str) -> Job:
@@ -115,13 +121,14 @@ async def _job(request: Request, document_id: str) -> Job:
     return job
 
 
-@router.post("/document/{document_id}")
+@router.get("/document/{document_id}", operation_id="deepl_document_status_get")
+@router.post("/document/{document_id}", operation_id="deepl_document_status_post")
 async def document_status(request: Request, document_id: str):
+    """The document's status; while it is translating, ``seconds_remaining`` once its progress tells."""
     job = await _job(request, document_id)
-    body = {"document_id": job.id, "status": STATUS[job.status]}
-    if job.status is JobStatus.RUNNING and job.done:
-        rate = (time.time() - job.created_at) / job.done
-        body["seconds_remaining"] = max(1, round(rate * (job.total - job.done)))
+    body = {"document_id": job.id.upper(), "status": STATUS[job.status]}
+    if (seconds := job.seconds_remaining()) is not None:
+        body["seconds_remaining"] = seconds
     if job.status is JobStatus.DONE:
         body["billed_characters"] = job.chars
     if job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
@@ -129,7 +136,8 @@ async def document_status(request: Request, document_id: str):
     return body
 
 
-@router.post("/document/{document_id}/result")
+@router.get("/document/{document_id}/result", operation_id="deepl_document_result_get")
+@router.post("/document/{document_id}/result", operation_id="deepl_document_result_post")
 async def document_result(request: Request, document_id: str):
     """The translated file, once; it is deleted after this download, as DeepL does."""
     job = await _job(request, document_id)

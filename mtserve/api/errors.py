@@ -4,7 +4,9 @@ Bad input is a 4xx that says what to fix; overload is 503 with Retry-After; a
 missed deadline is 504. Only a real server fault is a 500, and it carries the
 request id so the log line can be found, never a stack trace.
 
-The LibreTranslate family (every path outside ``/v1/`` and ``/v2/``) words the errors its
+Each family's errors have its clients' shape: DeepL's ``{"message": ...}`` on every path under
+``/v2`` and ``/v3`` (an unknown one's 404 too), OpenAI's under ``/v1``. The LibreTranslate family
+(every other path) words the errors its
 clients and monitors compare as LibreTranslate's ``app.py`` does ("zz is not supported",
 "Invalid API key"), and puts mtserve's longer advice in a ``hint`` field beside ``error``.
 """
@@ -21,7 +23,13 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mtserve.documents.formats.base import DocumentError, LimitExceeded, StorageUnavailable, TooManyDocuments
+from mtserve.documents.formats.base import (
+    DocumentError,
+    LimitExceeded,
+    StorageUnavailable,
+    TooManyDocuments,
+    UnsupportedFormat,
+)
 from mtserve.engines.base import EngineError, PromptTooLong
 from mtserve.service.access import AccessDenied, InvalidKey, KeyRequired, QuotaExceeded, RateLimited
 from mtserve.service.glossary import (
@@ -88,9 +96,17 @@ OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                       404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
 
 
+# The path prefixes each family but LibreTranslate's owns: DeepL's v2 API and its v3 (glossaries,
+# style rules), which mtserve does not serve but whose clients still parse DeepL's error shape.
+FAMILY_PREFIXES = (("/v2", "deepl"), ("/v3", "deepl"), ("/v1", "openai"))
+
+
 def api_family(path: str) -> str:
-    """Whose API ``path`` speaks: ``"deepl"`` (/v2/), ``"openai"`` (/v1/), else ``"libretranslate"``."""
-    return "deepl" if path.startswith("/v2/") else "openai" if path.startswith("/v1/") else "libretranslate"
+    """Whose API ``path`` speaks: ``"deepl"`` (/v2, /v3), ``"openai"`` (/v1), else ``"libretranslate"``."""
+    for prefix, family in FAMILY_PREFIXES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return family
+    return "libretranslate"
 
 
 def is_libretranslate(path: str) -> bool:
@@ -101,7 +117,7 @@ def is_libretranslate(path: str) -> bool:
 def error_body(status: int, message: str, path: str = "", hint: str | None = None) -> dict:
     """The error shape each API family's clients parse.
 
-    LibreTranslate: {"error": "...", "hint": "..."} (hint only when there is one); DeepL (/v2):
+    LibreTranslate: {"error": "...", "hint": "..."} (hint only when there is one); DeepL (/v2, /v3):
     {"message": "..."}; OpenAI (/v1): {"error": {"message", "type", "param", "code"}}. The two
     without a hint field carry it in the message.
     """
@@ -204,6 +220,12 @@ def words_of(exc: Exception, path: str = "") -> tuple[str, str | None]:
         return f"translation did not finish within the deadline ({message}); send shorter text or retry", None
     if isinstance(exc, UnknownGlossary) and not isinstance(exc, UnusableGlossaryId) and api_family(path) == "deepl":
         return f"Glossary not found: {exc.glossary_id}", None  # DeepL's words, which its clients show
+    if isinstance(exc, KeyRequired) and api_family(path) == "deepl":  # where DeepL's clients send the key
+        return "an API key is required: send it in an Authorization: DeepL-Auth-Key <key> header", None
+    if isinstance(exc, UnsupportedFormat) and api_family(path) == "deepl":  # DeepL's words, which its clients match
+        what = (f"the file extension '.{exc.extension}' is not supported" if exc.extension
+                else "the file has no file extension to tell its format")
+        return f"Invalid file data: {what}; allowed formats: {exc.allowed}", None
     if isinstance(exc, (UnsupportedLanguage, FormalityUnsupported)):
         return f"{message} ({LANGUAGE_HINTS[api_family(path)]})", None
     return message, None

@@ -159,6 +159,12 @@ def check_request_entries(entries: Mapping[str, str] | None, limit: int,
 
 
 # --- entries: validation and parsing ------------------------------------------------------
+# What DeepL refuses in a term (its clients' validate_glossary_term): C0 and C1 control characters,
+# the tab and line breaks among them, and Unicode's line and paragraph separators. Without them an
+# entry is one line of TSV with one tab, which is all DeepL's TSV can hold: it has no quoting.
+_CONTROL = re.compile(r"[\x00-\x1f\x80-\x9f\u2028\u2029]")
+
+
 def validate_entries(entries: object, where: str = "glossary") -> dict[str, str]:
     """A clean {term: translation} dict, or a GlossaryError saying what is wrong."""
     if not isinstance(entries, Mapping):
@@ -174,8 +180,9 @@ def validate_entries(entries: object, where: str = "glossary") -> dict[str, str]
             raise GlossaryError(f"{where}: empty term or translation in {term!r}: {translation!r}")
         if len(term) > MAX_TERM_CHARS or len(translation) > MAX_TERM_CHARS:
             raise GlossaryError(f"{where}: {term[:40]!r} is longer than {MAX_TERM_CHARS} characters")
-        if "\n" in term or "\n" in translation or "\t" in term or "\t" in translation:
-            raise GlossaryError(f"{where}: {term[:40]!r} holds a tab or newline")
+        if _CONTROL.search(term) or _CONTROL.search(translation):
+            raise GlossaryError(f"{where}: {term[:40]!r}: {translation[:40]!r} holds a tab, a line break or "
+                                "another control character, which no term or translation may hold")
         clean[term] = translation
     return clean
 
@@ -186,7 +193,9 @@ def _shown(value: object) -> str:
 
 
 def parse_entries(text: str, fmt: str = "tsv", max_entries: int = 0) -> dict[str, str]:
-    """Entries from DeepL's formats: ``tsv`` (term<TAB>translation), ``csv``, or a ``json`` object.
+    """Entries from DeepL's formats: ``tsv`` (term<TAB>translation, nothing quoted), ``csv``
+    (term,translation, quoted where needed; language columns after them are ignored), or a ``json``
+    object. A line that starts with ``#`` is a comment.
 
     ``max_entries`` (0: no cap) stops a long text at the first entry over the cap (GlossaryTooLarge).
     """
@@ -213,6 +222,9 @@ def parse_entries(text: str, fmt: str = "tsv", max_entries: int = 0) -> dict[str
             if len(row) < 2:
                 raise GlossaryError(f"glossary entries, line {number}: expected "
                                     f"term{'<TAB>' if fmt == 'tsv' else ','}translation, got {row[0][:40]!r}")
+            if fmt == "tsv" and any(column.strip() for column in row[2:]):  # no quoting: a tab in a term
+                raise GlossaryError(f"glossary entries, line {number}: more than one tab in {row[0][:40]!r}; "
+                                    "a term or translation cannot hold a tab")
             pairs[row[0]] = row[1]
             _check_count(len(pairs), max_entries)
     except csv.Error as exc:  # a field over csv's 131,072-character limit, a stray quote
@@ -228,11 +240,20 @@ def _check_count(count: int, max_entries: int) -> None:
 
 
 def format_entries(entries: Mapping[str, str], fmt: str = "tsv") -> str:
+    """Entries in one of DeepL's formats, as ``parse_entries`` reads them back.
+
+    TSV as DeepL writes it: one ``term<TAB>translation`` line each, nothing quoted (a ``"`` is
+    itself; an entry holds no tab or line break, ``validate_entries`` refuses them). CSV quoted
+    where a field needs it, a ``"`` doubled.
+    """
     if fmt == "json":
         return json.dumps(dict(entries), ensure_ascii=False)
+    if fmt == "tsv":
+        return "".join(f"{term}\t{translation}\n" for term, translation in entries.items())
+    if fmt != "csv":
+        raise GlossaryError(f"unknown entries format {fmt!r}; use one of {', '.join(ENTRY_FORMATS)}")
     out = io.StringIO()
-    writer = csv.writer(out, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n",
-                        quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     for term, translation in entries.items():
         writer.writerow([term, translation])
     return out.getvalue()

@@ -55,15 +55,16 @@ def test_the_deepl_client_sends_context_and_custom_instructions_to_the_engine(en
 
 def test_supports_formality_tells_the_truth_and_formality_reaches_the_engine(engine, translator):
     targets = {lang.code: lang.supports_formality for lang in translator.get_target_languages()}
-    assert targets["DE"] is True and targets["FR"] is True and targets["ZH-HANS"] is True
+    assert targets["DE"] is True and targets["FR"] is True and targets["JA"] is True
     assert targets["EN-US"] is False and targets["EN-GB"] is False
+    assert targets["ZH-HANS"] is False and targets["KO"] is False  # as DeepL: not told into them
     translator.translate_text("你能帮我吗？", source_lang="ZH", target_lang="DE", formality="more")
     assert last_guidance(engine).formality == "more"
     translator.translate_text("你能帮我吗？", source_lang="ZH", target_lang="FR", formality="prefer_less")
     assert last_guidance(engine).formality == "less"
     translator.translate_text("你能帮我吗？", source_lang="ZH", target_lang="EN-US", formality="prefer_less")
     assert not last_guidance(engine)  # DeepL's prefer_*: the default where the target has no formality
-    with pytest.raises(deepl.DeepLException, match="formality"):
+    with pytest.raises(deepl.DeepLException, match="Target language.*formality"):  # as DeepL's own tests match
         translator.translate_text("你能帮我吗？", source_lang="ZH", target_lang="EN-US", formality="more")
 
 

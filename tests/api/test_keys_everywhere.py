@@ -38,6 +38,17 @@ def test_routes_that_reveal_work_need_the_key(keyed, method: str, path: str, sta
     assert "API key" in r.text
 
 
+@pytest.mark.parametrize("method, path", [
+    ("POST", "/v2/translate"), ("GET", "/v2/languages"), ("GET", "/v2/usage"), ("GET", "/v2/glossaries"),
+    ("POST", "/v2/document"), ("POST", "/v2/document/" + "A" * 32),
+])
+def test_a_deepl_route_without_the_key_names_deepl_s_header(keyed, method: str, path: str) -> None:
+    url, _ = keyed
+    r = httpx.request(method, url + path, timeout=10)
+    assert r.status_code == 403, r.text  # DeepL's status for a missing key
+    assert "Authorization: DeepL-Auth-Key <key>" in r.json()["message"] and "Bearer" not in r.text
+
+
 def test_a_document_round_trip_with_the_key_in_a_header_and_in_the_url(keyed) -> None:
     url, secret = keyed
     created = httpx.post(f"{url}/jobs", files={"file": ("a.txt", "你好。".encode())},

@@ -35,6 +35,27 @@ def test_entries_parse_from_deepl_formats_and_round_trip():
     assert parse_entries(format_entries(entries, "tsv"), "tsv") == entries
 
 
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "json"])
+def test_entries_with_quotes_and_commas_round_trip_in_every_format(fmt):
+    entries = {'Acme "Pro"': 'Acme "Pro" GmbH', "a, b": "c, d", '"': "'", "x": '"y', "C#": "C#"}
+    text = format_entries(entries, fmt)
+    assert parse_entries(text, fmt) == entries
+    if fmt == "tsv":  # DeepL's TSV: nothing quoted, one line an entry
+        assert text.splitlines()[0] == 'Acme "Pro"\tAcme "Pro" GmbH'
+
+
+@pytest.mark.parametrize("text, fmt", [
+    ('"a\tb",c\n', "csv"),  # a tab inside a quoted field
+    ('"a\nb",c\n', "csv"),  # a line break inside one
+    ("a\tb\tc\n", "tsv"),  # a second tab: TSV cannot quote it
+    ('{"a\\u2028b": "c"}', "json"),
+    ('{"a": "b\\u0085c"}', "json"),  # C1's next line
+])
+def test_entries_holding_a_tab_line_break_or_control_character_are_refused(text, fmt):
+    with pytest.raises(GlossaryError, match="tab"):
+        parse_entries(text, fmt)
+
+
 @pytest.mark.parametrize("text, fmt, message", [
     ("only-one-column\n", "tsv", "line 1"),
     ("{not json", "json", "not valid JSON"),

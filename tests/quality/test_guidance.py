@@ -96,8 +96,8 @@ async def test_the_stream_carries_the_guidance_too(tmp_path):
 async def test_formality_is_told_only_where_the_target_marks_it(tmp_path):
     engine = ScriptedEngine(answer)
     async with service_for(engine, tmp_path) as service:
-        assert service.supports_formality("de") and service.supports_formality("zh")
-        assert not service.supports_formality("en")
+        assert service.supports_formality("de") and service.supports_formality("ja")
+        assert not service.supports_formality("en") and not service.supports_formality("zh")
         for target, formality in (("de", "less"), ("en", "prefer_less")):
             await service.translate(TranslationRequest(["你能帮我吗？"], target, source="zh",
                                                        guidance=Guidance(formality=formality)))

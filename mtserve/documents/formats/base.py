@@ -23,7 +23,13 @@ class DocumentError(ValueError):
 
 
 class UnsupportedFormat(DocumentError):
-    pass
+    """A file whose extension names no format the server takes. ``extension`` (without its dot; ""
+    for a file without one) and ``allowed`` (".txt, .docx") let an API family word it its own way."""
+
+    def __init__(self, message: str, extension: str = "", allowed: str = ""):
+        super().__init__(message)
+        self.extension = extension
+        self.allowed = allowed
 
 
 class LimitExceeded(DocumentError):

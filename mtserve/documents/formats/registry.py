@@ -110,7 +110,7 @@ def format_for(filename: str, formats: tuple[Format, ...] = FORMATS) -> Format:
     allowed = ", ".join(extensions_of(formats)) or "none (file translation is turned off)"
     if found is None or found not in formats:
         what = f"'.{suffix}'" if suffix else "a file without an extension"
-        raise UnsupportedFormat(f"unsupported file format {what}; allowed formats: {allowed}")
+        raise UnsupportedFormat(f"unsupported file format {what}; allowed formats: {allowed}", suffix, allowed)
     return found
 
 

@@ -108,6 +108,7 @@ class Job:
     result_filename: str | None = None  # what the user's browser saves it as
     notes: list[str] = field(default_factory=list)
     created_at: float = field(default_factory=time.time)
+    started_at: float | None = None  # when this process began translating it (not kept in its record)
     finished_at: float | None = None
     upload: str | None = None  # the file under uploads/ while the job is queued or running
     owner: str | None = None  # the id of the API key that uploaded it; None: a caller without a key
@@ -116,6 +117,15 @@ class Job:
     task: asyncio.Task | None = field(default=None, repr=False)
     version: int = 0
     _watchers: set[asyncio.Event] = field(default_factory=set, repr=False)
+
+    def seconds_remaining(self, now: float | None = None) -> int | None:
+        """An estimate while it runs: its time per segment so far, times the segments left (at least 1,
+        since the result is still to be written). None while nothing tells: not running, or no
+        segment done yet."""
+        if self.status is not JobStatus.RUNNING or self.started_at is None or self.done <= 0:
+            return None
+        per_segment = ((time.time() if now is None else now) - self.started_at) / self.done
+        return max(1, round(per_segment * max(0, self.total - self.done)))
 
     def touch(self) -> None:
         self.version += 1
@@ -198,7 +208,9 @@ class JobStore:
         return hmac.new(self._secret(), job.id.encode(), hashlib.sha256).hexdigest()
 
     def key_matches(self, job: Job, key: str) -> bool:
-        return hmac.compare_digest(self.document_key(job), key or "")
+        """Whether ``key`` is the job's document key, in either case (DeepL's clients hold it uppercase);
+        compared as bytes, since compare_digest refuses a str that is not ASCII."""
+        return hmac.compare_digest(self.document_key(job).encode(), (key or "").lower().encode())
 
     def _download_token(self, job_id: str) -> str:
         """The capability that downloads a job's result: an HMAC of its id, under the same secret as
@@ -448,6 +460,7 @@ class JobStore:
                 if document is None:
                     document, glossary = await self._reload(job, upload)
                 job.status = JobStatus.RUNNING
+                job.started_at = time.time()
                 self._changed(job)
                 parsed = document
 
@@ -516,8 +529,10 @@ class JobStore:
 
     def get(self, job_id: str, owner: str | None) -> Job | None:
         """The job with this id if ``owner`` (an API key id, None for a caller without one, or
-        ``ALL_OWNERS``) owns it; None otherwise, so another's job and no job look the same."""
-        job = self.jobs.get(job_id) if JOB_ID.fullmatch(job_id or "") else None
+        ``ALL_OWNERS``) owns it; None otherwise, so another's job and no job look the same. The id's
+        hex is read in either case (DeepL's document API shows it uppercase)."""
+        job_id = (job_id or "").lower()
+        job = self.jobs.get(job_id) if JOB_ID.fullmatch(job_id) else None
         if job is None or (owner != ALL_OWNERS and job.owner != owner):
             return None
         return job
