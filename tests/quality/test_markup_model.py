@@ -149,3 +149,46 @@ def test_po_and_json_placeholders_come_back_byte_identical(live_server):
     result = json.loads(translate_file(live_server, "ui.json", data.encode()))
     assert "{0}" in result["greeting"] and "%1$s" in result["files"], result
     assert not has_han(result["greeting"] + result["files"]), result
+
+
+# --- the four examples of a new user's first try: the tags on the right words, nothing lost ------
+
+def _bold(html: str) -> str:
+    match = re.search(r"<b>([^<]*)</b>", html)
+    assert match, html
+    return match.group(1).casefold()
+
+
+def test_the_emphasis_stays_on_the_negation(live_server):
+    output = translate(live_server, "<p>请<b>不要</b>关闭此窗口。</p>", "html")
+    one_sentence("<p>请<b>不要</b>关闭此窗口。</p>", output)
+    assert re.fullmatch(r"(do )?not|don't|never", _bold(output)), output  # not on "close"
+
+
+def test_docx_bold_stays_on_the_number_and_the_overseas_market_is_kept(live_server):
+    import docx
+
+    document = docx.Document()
+    first = document.add_paragraph("今年我们产品的销量增长了")
+    first.add_run("百分之十五").bold = True
+    first.add_run("。")
+    second = document.add_paragraph("下季度我们将重点开拓")
+    second.add_run("海外市场").bold = True
+    second.add_run("。")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    result = docx.Document(io.BytesIO(translate_file(live_server, "sales.docx", buffer.getvalue())))
+    [number, market] = [p for p in result.paragraphs if p.text.strip()]
+    bold = ["".join(r.text for r in p.runs if r.bold).strip().casefold() for p in (number, market)]
+    assert re.search(r"\b(15|fifteen)\b", bold[0]) and "product" not in bold[0], number.text
+    assert re.search(r"overseas|foreign|international|abroad", market.text, re.I), market.text
+    assert re.search(r"market", bold[1]), market.text
+
+
+def test_markdown_inline_code_sits_where_the_command_is_named_and_no_word_is_glued(live_server):
+    source = "运行 `make run` 启动服务，然后访问**http://127.0.0.1:8000**。\n"
+    out = translate_file(live_server, "start.md", source.encode()).decode()
+    assert out.count("`make run`") == 1 and out.count("**http://127.0.0.1:8000**") == 1, out
+    assert re.search(r"\b(run|running|execute|use|type|enter|with)\s+`make run`", out, re.I), out
+    assert re.search(r"\s\*\*http://127\.0\.0\.1:8000\*\*", out), out  # a space before the bold URL
+    assert not re.search(r"`make run`\s+(service|server)\b", out, re.I), out  # not "to start the `make run` service"
