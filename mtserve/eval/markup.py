@@ -22,6 +22,11 @@ And, on the placement sets (``--dataset placement``, the hand-checked one, and
 ``placement-catalog``, from the software catalogs; ``mtserve/eval/placement.py``): **placement**,
 the share of tags whose content in the output is one of the English renderings the set gives for
 it, and **overlap**, the share whose content shares a content word with one (a near miss counts).
+
+With ``--as-document FORMAT`` (``mtserve/eval/documents_markup.py``) each item goes as a .docx,
+.pptx, .odt, .md or .html file through the file path and the translated file is read back as
+markup: the same figures for documents, with the items a format cannot hold counted apart, and a
+space before a punctuation mark at a tag (where runs meet) counted among the edge errors.
 """
 
 from __future__ import annotations
@@ -74,6 +79,8 @@ class MarkupSet:
     split: str
     items: list[MarkupItem]
     notes: list[str] = field(default_factory=list)
+    as_document: str = ""  # each item sent as a file of this format (``documents_markup``); "" for requests
+    skipped: dict[str, int] = field(default_factory=dict)  # items the format cannot hold, by reason
 
 
 # --- building the set ---------------------------------------------------------------------------
@@ -310,6 +317,28 @@ def edge_errors(item: MarkupItem, output: str, plain_output: str, target: str) -
     return errors
 
 
+_PUNCTUATION_AFTER_SPACE = ".,;:!?)…"
+
+
+def space_before_punctuation(output: str, target: str) -> list[str]:
+    """A space at a tag right before a punctuation mark ("<b>15%</b> ."), in a language written with
+    spaces: where a format's runs meet, a space the translation put between a word and its punctuation."""
+    if target in markup.UNSPACED:
+        return []
+    errors: list[str] = []
+    seen: set[int] = set()
+    for match in _HTML_TAG.finditer(output):
+        before, after = strip_html(output[:match.start()]), strip_html(output[match.end():])
+        spaced = before[-1:].isspace() or after[:1].isspace()
+        mark = after.lstrip()[:1]
+        if spaced and mark and mark in _PUNCTUATION_AFTER_SPACE and before.strip():
+            junction = len(before.rstrip())  # one error a junction, however many tags meet there
+            if junction not in seen:
+                seen.add(junction)
+                errors.append(f"space before {mark} at {match.group()}")
+    return errors
+
+
 def _empty_element(output: str, match: re.Match[str]) -> bool:
     """A void element, or an element with nothing inside (``<x id="0"></x>``), seen at its last tag."""
     if match.group(3) or match.group(2).lower() in _VOID:
@@ -365,6 +394,8 @@ class MarkupReport:
     elapsed_s: float
     notes: list[str]
     items: list[ItemResult] = field(default_factory=list)
+    as_document: str = ""  # the items went as files of this format; "" for requests
+    skipped: dict[str, int] = field(default_factory=dict)  # items that format cannot hold, by reason
 
     def summary(self) -> str:
         fallbacks = "n/a" if self.fallbacks is None else f"{self.fallbacks} ({self.fallback_percent:.1f}%)"
@@ -377,6 +408,12 @@ class MarkupReport:
             f"  markup cost {cost} chrF (chrF vs reference: tagged {self.chrf_tagged}, plain {self.chrf_plain})"
             f"   edge errors {self.edge_errors}   {self.elapsed_s:.0f} s",
         ]
+        if self.as_document:
+            spaced = sum(e.startswith("space before ") for i in self.items for e in i.edge_errors)
+            skipped = sum(self.skipped.values())
+            lines.append(f"  as .{self.as_document} files: edge errors include {spaced} spaces before punctuation; "
+                         f"skipped: {skipped}" + (" (" + "; ".join(f"{n} {why}" for why, n in sorted(
+                             self.skipped.items(), key=lambda kv: (-kv[1], kv[0]))) + ")" if skipped else ""))
         if self.placement is not None:
             lines.append(f"  placement {self.placement:.1f}% of {self.placement_tags} tags on the right words "
                          f"(overlap {self.placement_overlap:.1f}%)")
@@ -428,8 +465,10 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         done += 1
         if progress is not None:
             progress(done, len(mset.items))
-        return ItemResult(item.id, item.group, item.source, output, plain_output, intact(item, output),
-                          edge_errors(item, output, plain_output, mset.target_lang),
+        errors = edge_errors(item, output, plain_output, mset.target_lang)
+        if mset.as_document:
+            errors += space_before_punctuation(output, mset.target_lang)
+        return ItemResult(item.id, item.group, item.source, output, plain_output, intact(item, output), errors,
                           None if usage is None else usage.markup_retries,
                           None if usage is None else usage.markup_fallbacks,
                           score_tags(item.expected, output) if item.expected else [])
@@ -467,7 +506,7 @@ async def evaluate_markup(mset: MarkupSet, target, progress: Callable[[int, int]
         placement_overlap=_percent([t.overlap for t in scored]) if scored else None,
         placement_tags=len(scored), placement_by_category=by_category(scored),
         chrf_tagged=chrf_tagged, chrf_plain=chrf_plain, elapsed_s=round(elapsed, 1), notes=notes,
-        items=results,
+        items=results, as_document=mset.as_document, skipped=dict(mset.skipped),
     )
 
 
