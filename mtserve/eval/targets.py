@@ -277,6 +277,18 @@ class HttpTarget:
             raise TargetError(f"{self.url}/translate answered {response.status_code}: {response.text[:300]}")
         return response.json()["translatedText"], None
 
+    async def translate_file(self, data: bytes, filename: str, source: str, target: str) -> bytes:
+        """The file translated by the server: ``POST /translate_file``, then its download URL."""
+        assert self._client is not None
+        fields = {"source": source, "target": target, **({"api_key": self.api_key} if self.api_key else {})}
+        response = await self._client.post("/translate_file", data=fields, files={"file": (filename, data)})
+        if response.status_code != 200:
+            raise TargetError(f"{self.url}/translate_file answered {response.status_code}: {response.text[:300]}")
+        download = await self._client.get(response.json()["translatedFileUrl"])
+        if download.status_code != 200:
+            raise TargetError(f"{self.url}'s translated file answered {download.status_code}: {download.text[:300]}")
+        return download.content
+
     def describe(self) -> dict:
         return {"kind": "http", "url": self.url, "model": self._server.get("model"),
                 "engine": self._server.get("engine")}
