@@ -5,6 +5,7 @@
     mtserve eval pairs.tsv --source de --target en --url http://127.0.0.1:8000
     mtserve eval --markup --split test --limit 60                         # inline tags and placeholders
     mtserve eval --markup --dataset placement --split dev                 # where the tags land
+    mtserve eval --markup --dataset placement --split dev --as-document docx  # ... in a .docx file
     mtserve eval --dataset software --split dev --tm software --limit 100 # with a translation memory
     mtserve eval --dataset context --split all [--no-context]             # what a request's context changes
     mtserve eval --dataset software --split test --context "These are user-interface strings of a software application."
@@ -73,6 +74,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "integrity, markup cost, edge errors and fallbacks. --dataset placement (hand-checked) "
                              "or placement-catalog (software catalogs), zh->en: also placement, the tags whose "
                              "content is on the right words, per category")
+    parser.add_argument("--as-document", choices=("docx", "pptx", "odt", "md", "html"), default=None,
+                        metavar="FORMAT",
+                        help="with --markup: send each item as a file of FORMAT (docx, pptx, odt, md or html) "
+                             "through the file path (with --url: /translate_file), read the translated file back "
+                             "as markup and score it the same way; items whose tags FORMAT cannot hold are "
+                             "skipped and counted")
     parser.add_argument("--no-context", action="store_true",
                         help="leave out the pairs' context (sent as the request's context otherwise): the "
                              "baseline to compare a context run with")
@@ -131,6 +138,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.markup:
         return _markup_eval(args)
+    if args.as_document:
+        print("mtserve eval: --as-document applies to --markup", file=sys.stderr)
+        return 2
     try:
         if args.file:
             if args.levels:
@@ -210,8 +220,13 @@ def _markup_eval(args: argparse.Namespace) -> int:
         if args.limit is not None:
             mset.items = sample(mset.items, args.limit, args.seed)  # type: ignore[arg-type]
             mset.notes.append(f"sample of {len(mset.items)} (seed {args.seed})")
+        if args.as_document:
+            from mtserve.eval.documents_markup import as_documents
+
+            mset = as_documents(mset, args.as_document)
         if not mset.items:
-            raise DatasetError(f"the markup selection is empty ({mset.name}, split {mset.split})")
+            raise DatasetError(f"the markup selection is empty ({mset.name}, split {mset.split}"
+                               + (f"; skipped as .{args.as_document}: {mset.skipped}" if mset.skipped else "") + ")")
         if args.url:
             target = HttpTarget(args.url, args.api_key, args.concurrency)
         else:
@@ -220,6 +235,10 @@ def _markup_eval(args: argparse.Namespace) -> int:
             if getattr(args, "engine_hang_s", None) is None and "engine_hang_s" in Settings.model_fields:
                 args.engine_hang_s = EVAL_REQUEST_TIMEOUT_S * 2
             target = InProcessTarget(settings_from(args), prompt=args.prompt)
+        if args.as_document:
+            from mtserve.eval.documents_markup import DocumentTarget
+
+            target = DocumentTarget(target, args.as_document)
         report = asyncio.run(evaluate_markup(mset, target, _progress(args.quiet), target.concurrency))
     except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage,
             RuntimeError) as exc:
