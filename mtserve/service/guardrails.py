@@ -19,6 +19,7 @@ from typing import Mapping
 
 from mtserve.engines.base import EngineRequest, _is_wide
 from mtserve.service.glossary import term_in_output
+from mtserve.text import dictionary
 from mtserve.text.languages import language_name
 from mtserve.text.markup import AS_WRITTEN
 from mtserve.text.scripts import IDEOGRAPHIC_SCRIPTS, LOWER_LATIN_WORD, script_counts, scripts_of
@@ -252,10 +253,6 @@ def _missing_terms(output: str, glossary: Mapping[str, str] | None, target_lang:
 
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_.:/@#&=?+~-]*[A-Za-z0-9]|[A-Za-z]{2,}")
-SPELLED_NUMBERS = {str(n): word for n, word in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
-
 
 def _dropped_content(source: str, output: str, source_lang: str) -> Problem | None:
     """Content of the source that a translation keeps as written, missing from the output: a number
@@ -270,7 +267,7 @@ def _dropped_content(source: str, output: str, source_lang: str) -> Problem | No
     spelled = output.casefold()
     for number in _DIGITS.findall(source):
         plain = number.replace(",", "")
-        if plain not in output.replace(",", "") and SPELLED_NUMBERS.get(plain, "\0") not in spelled:
+        if plain not in output.replace(",", "") and dictionary.SPELLED_NUMBERS.get(plain, "\0") not in spelled:
             missing.append(number)
     for word in _LATIN.findall(source) if source_lang in ("zh", "zt", "ja", "ko") else ():
         if word.casefold() not in spelled:

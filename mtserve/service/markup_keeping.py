@@ -22,7 +22,6 @@ from mtserve.engines.prompts import NO_COUNTERPART
 from mtserve.service.cache import TranslationCache
 from mtserve.service.finishing import Finisher, account, retry
 from mtserve.service.glossary import matching_entries
-from mtserve.service.guardrails import SPELLED_NUMBERS
 from mtserve.service.metrics import Metrics
 from mtserve.service.planning import Planner, Segment, engine_request, to_target_script
 from mtserve.service.request import Usage
@@ -213,8 +212,8 @@ class MarkupKeeper:
         glossed = self._checkable(item) and dictionary.known(words)
         if not glossed:
             return (markup.locate(plain_output, answer, at) if answer and answer != NO_COUNTERPART else None), []
-        senses = dictionary.senses(words) | _numbers_in(words)
-        lost = _without_counterpart(words, plain_output)
+        senses = dictionary.senses(words) | dictionary.numbers_in(words)
+        lost = dictionary.without_counterpart(words, plain_output)
         if answer and answer != NO_COUNTERPART and senses & dictionary.english_stems(answer):
             span = markup.locate(plain_output, answer, at)
             return (_grown(plain_output, span, senses) if span is not None else None), lost
@@ -265,23 +264,6 @@ def _kept_as_written(words: str) -> str | None:
 
 
 _TRANSLATION_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?(?:\.[A-Za-z]\.?)?")
-_MONTHS = ("january february march april may june july august september october november december").split()
-_CHINESE_DIGITS = dict(zip("一二两三四五六七八九", (1, 2, 2, 3, 4, 5, 6, 7, 8, 9)))
-
-
-def _numbers_in(words: str) -> frozenset[str]:
-    """The numbers a tag's words hold, as a translation may write them: digits as they are, and
-    Chinese numerals up to 99 (十五 -> 15) in digits."""
-    found = set(re.findall(r"\d+", words))
-    for tens, ten, ones in re.findall(r"([一二两三四五六七八九]?)(十?)([一二两三四五六七八九]?)", words):
-        if ten:
-            found.add(str(_CHINESE_DIGITS.get(tens, 1) * 10 + _CHINESE_DIGITS.get(ones, 0)))
-        elif tens or ones:
-            found.add(str(_CHINESE_DIGITS[tens or ones]))
-    months = {_MONTHS[int(n) - 1] for n in re.findall(r"(\d{1,2})月", words) if 1 <= int(n) <= 12}
-    return frozenset(found | months | {SPELLED_NUMBERS[n] for n in found if n in SPELLED_NUMBERS})
-
-
 def _supported(word: str, senses: frozenset[str]) -> bool:
     stems = dictionary.english_stems(word)
     return bool(stems) and (stems <= senses or bool(stems & senses) and len(stems) > 1)
@@ -310,20 +292,6 @@ def _only_space(text: str, start: int, end: int) -> bool:
 def _within_phrase(text: str, start: int, end: int) -> bool:
     """Whether the gap between two words is a space or a comma inside a phrase ("December 31, 2024")."""
     return text[start:end].strip() in ("", ",")
-
-
-def _without_counterpart(words: str, translation: str) -> list[str]:
-    """The content words of ``words`` (dictionary words of two characters or more, and numbers) that
-    no word of ``translation`` translates as far as the dictionary can tell. Single characters are
-    left out: a particle or measure word (的, 了, 个) often has no English word of its own."""
-    stems = dictionary.english_stems(translation)
-    numbers = _numbers_in(words)
-    lost = [n for n in numbers if n.isdigit() and n not in stems and SPELLED_NUMBERS.get(n) not in stems]
-    for word in dictionary.words_of(words):
-        if len(word) > 1 and not re.search(r"[0-9A-Za-z]", word) and dictionary.known(word) \
-                and not dictionary.senses(word) & stems:
-            lost.append(word)
-    return lost
 
 
 def _glossed_run(translation: str, senses: frozenset[str], at: float) -> tuple[int, int] | None:

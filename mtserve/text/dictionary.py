@@ -103,3 +103,39 @@ def senses(text: str) -> frozenset[str]:
 
 def _is_han(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" for ch in text)
+
+
+# Numbers as a translation may write them: in digits, spelled out (up to twenty), and months by name.
+SPELLED_NUMBERS = {str(n): word for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+
+_MONTHS = ("january february march april may june july august september october november december").split()
+_CHINESE_DIGITS = dict(zip("一二两三四五六七八九", (1, 2, 2, 3, 4, 5, 6, 7, 8, 9)))
+
+
+def numbers_in(words: str) -> frozenset[str]:
+    """The numbers Chinese ``words`` hold, as a translation may write them: digits as they are,
+    Chinese numerals up to 99 (十五 -> 15) in digits, spelled out up to twenty, a month by name."""
+    found = set(re.findall(r"\d+", words))
+    for tens, ten, ones in re.findall(r"([一二两三四五六七八九]?)(十?)([一二两三四五六七八九]?)", words):
+        if ten:
+            found.add(str(_CHINESE_DIGITS.get(tens, 1) * 10 + _CHINESE_DIGITS.get(ones, 0)))
+        elif tens or ones:
+            found.add(str(_CHINESE_DIGITS[tens or ones]))
+    months = {_MONTHS[int(n) - 1] for n in re.findall(r"(\d{1,2})月", words) if 1 <= int(n) <= 12}
+    return frozenset(found | months | {SPELLED_NUMBERS[n] for n in found if n in SPELLED_NUMBERS})
+
+
+def without_counterpart(words: str, translation: str) -> list[str]:
+    """The content words of ``words`` (dictionary words of two characters or more, and numbers) that
+    no word of ``translation`` translates as far as the dictionary can tell. Single characters are
+    left out: a particle or measure word (的, 了, 个) often has no English word of its own."""
+    stems = english_stems(translation)
+    numbers = numbers_in(words)
+    lost = [n for n in numbers if n.isdigit() and n not in stems and SPELLED_NUMBERS.get(n) not in stems]
+    for word in words_of(words):
+        if len(word) > 1 and not re.search(r"[0-9A-Za-z]", word) and known(word) \
+                and not senses(word) & stems:
+            lost.append(word)
+    return lost
