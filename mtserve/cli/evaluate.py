@@ -109,6 +109,27 @@ def _write(path: str, text: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """The run's own arguments, checked before anything is read or loaded: a mistake in the command is
+    said at once, whatever the machine has (data packages, models in the store)."""
+    from mtserve.eval.datasets import DatasetError
+    from mtserve.eval.targets import TargetError
+
+    if args.file and args.levels:
+        raise DatasetError("--levels applies to the built-in hsk set, not to a file")
+    if args.as_subtitles and args.as_wrapped_text is not None:
+        raise DatasetError("--as-subtitles or --as-wrapped-text: one file shape a run")
+    if args.as_wrapped_text is not None and args.as_wrapped_text < 10:
+        raise DatasetError("--as-wrapped-text WIDTH: at least 10 columns")
+    if args.url and (args.as_subtitles or args.as_wrapped_text is not None):
+        raise TargetError("--as-subtitles and --as-wrapped-text work in process only: they send each pair "
+                          "through the file path of this process's service; leave out --url")
+    if args.url and args.tm_file:
+        raise TargetError("--tm works in process only: a server translates with its own translation "
+                          f"memory; import the file there (`mtserve tm import FILE --source {args.source} "
+                          f"--target {args.target}` with the server's home) and run without --tm")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from mtserve.engines.factory import EngineConfigError
     from mtserve.eval.datasets import (
@@ -129,9 +150,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.markup:
         return _markup_eval(args)
     try:
+        check_arguments(args)  # before a data set is read or a model looked for in the store
         if args.file:
-            if args.levels:
-                raise DatasetError("--levels applies to the built-in hsk set, not to a file")
             evalset = load_file(args.file, args.source, args.target, args.split or "all")
         else:
             evalset = load_builtin(args.dataset, args.source, args.target, args.split or "dev",
@@ -146,11 +166,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not evalset.pairs:
             raise DatasetError(f"the selection is empty ({evalset.name}, split {evalset.split})")
         if args.url:
-            if args.tm_file:
-                raise TargetError("--tm works in process only: a server translates with its own translation "
-                                  "memory; import the file there (`mtserve tm import FILE --source "
-                                  f"{evalset.source_lang} --target {evalset.target_lang}` with the server's home) "
-                                  "and run without --tm")
             target = HttpTarget(args.url, args.api_key, args.concurrency)
         else:
             if args.request_timeout_s is None:  # a busy machine must not fail a long run
@@ -161,13 +176,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if args.tm_file:
                 target.use_memory(SOFTWARE_TM if args.tm_file == "software" else args.tm_file,
                                   evalset.source_lang, evalset.target_lang)
-        if args.as_subtitles and args.as_wrapped_text:
-            raise DatasetError("--as-subtitles or --as-wrapped-text: one file shape a run")
         if args.as_subtitles or args.as_wrapped_text:
             from mtserve.eval.as_files import FileTarget
 
-            if args.as_wrapped_text is not None and args.as_wrapped_text < 10:
-                raise DatasetError("--as-wrapped-text WIDTH: at least 10 columns")
             target = FileTarget(target, "srt" if args.as_subtitles else "txt", args.as_wrapped_text or 0)
         report = asyncio.run(evaluate(evalset, target, args.worst, _progress(args.quiet)))
     except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
