@@ -61,7 +61,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         epilog=EXAMPLES,
     )
     what = bench.add_argument_group("targets")
-    what.add_argument("--url", action="append", default=[], help="a running server on loopback (repeatable)")
+    what.add_argument("--url", dest="server_urls", action="append", default=[],
+                      help="a running server on loopback (repeatable)")
     what.add_argument("--engine", choices=("llamacpp",), help="the raw engine, in process, with --model")
     what.add_argument("--naive", action="store_true", help="naive serving: one request at a time")
     what.add_argument("--wrapper", action="store_true",
@@ -109,7 +110,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 def _target_specs(args: argparse.Namespace) -> list[str]:
     if args.compare:
         return list(args.compare)
-    specs = list(args.url)
+    specs = list(args.server_urls)
     if args.engine:
         specs.append("engine")
     if args.naive:

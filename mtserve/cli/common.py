@@ -44,13 +44,15 @@ FILES_LIMIT_FIELDS = ("files_max_expanded_mb", "files_max_archive_entries", "fil
 FILES_FIELDS = ("files_formats", "files_max_mb", "files_max_segments", "files_ttl_s", "files_jobs",
                 "files_queue", "files_chunk",
                 "files_xlsx_sheet_names")  # documents: /translate_file and /jobs
+CLIENT_FIELDS = ("url", "api_key")  # translate and translate-file through a running server
 RAY_FIELDS = ("ray", "ray_address", "ray_min_replicas", "ray_max_replicas", "ray_target_ongoing_requests",
               "ray_replica_cpus")  # scaling out: mtserve serve --ray
 FLAG_ALIASES = {"ray_address": ("--address",)}  # `mtserve serve --ray --address auto`
 
 
-def add_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
-    group = parser.add_argument_group("settings (each also MTSERVE_<NAME>)")
+def add_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str],
+                      title: str = "settings (each also MTSERVE_<NAME>)") -> None:
+    group = parser.add_argument_group(title)
     for name in names:
         field = Settings.model_fields[name]
         flags = ("--" + name.replace("_", "-"), *FLAG_ALIASES.get(name, ()))
@@ -79,6 +81,11 @@ def guidance_from(args: argparse.Namespace):
     from mtserve.engines.base import Guidance
 
     return Guidance(context=args.context) if args.context.strip() else None
+
+
+def in_process_flags(args: argparse.Namespace, names: Iterable[str]) -> list[str]:
+    """The flags of ``names`` given on the command line: what sets up an engine in this process."""
+    return ["--" + name.replace("_", "-") for name in names if getattr(args, name, None) is not None]
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

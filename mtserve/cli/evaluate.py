@@ -48,9 +48,11 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--levels", default=None, help="HSK levels, e.g. 4-6 or 1,3 (hsk only)")
     parser.add_argument("--limit", type=int, default=None, help="score a sample of this many pairs")
     parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
-    parser.add_argument("--url", default=None,
+    # dests of their own: eval's server is named on its command line, not by MTSERVE_URL (translate's)
+    parser.add_argument("--url", dest="server_url", default=None,
                         help="evaluate a running server (e.g. http://127.0.0.1:8000) instead of an in-process engine")
-    parser.add_argument("--api-key", default=None, help="API key for --url, if the server wants one")
+    parser.add_argument("--api-key", dest="server_api_key", default=None,
+                        help="API key for --url, if the server wants one")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight with --url (default 4)")
     parser.add_argument("--prompt", choices=("default", "plain"), default="default",
                         help="in-process only: 'plain' drops the few-shot examples and uses the one-line "
@@ -121,10 +123,10 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise DatasetError("--as-subtitles or --as-wrapped-text: one file shape a run")
     if args.as_wrapped_text is not None and args.as_wrapped_text < 10:
         raise DatasetError("--as-wrapped-text WIDTH: at least 10 columns")
-    if args.url and (args.as_subtitles or args.as_wrapped_text is not None):
+    if args.server_url and (args.as_subtitles or args.as_wrapped_text is not None):
         raise TargetError("--as-subtitles and --as-wrapped-text work in process only: they send each pair "
                           "through the file path of this process's service; leave out --url")
-    if args.url and args.tm_file:
+    if args.server_url and args.tm_file:
         raise TargetError("--tm works in process only: a server translates with its own translation "
                           f"memory; import the file there (`mtserve tm import FILE --source {args.source} "
                           f"--target {args.target}` with the server's home) and run without --tm")
@@ -165,8 +167,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             evalset = with_context(evalset, args.context)
         if not evalset.pairs:
             raise DatasetError(f"the selection is empty ({evalset.name}, split {evalset.split})")
-        if args.url:
-            target = HttpTarget(args.url, args.api_key, args.concurrency)
+        if args.server_url:
+            target = HttpTarget(args.server_url, args.server_api_key, args.concurrency)
         else:
             if args.request_timeout_s is None:  # a busy machine must not fail a long run
                 args.request_timeout_s = EVAL_REQUEST_TIMEOUT_S
@@ -219,8 +221,8 @@ def _markup_eval(args: argparse.Namespace) -> int:
             mset.notes.append(f"sample of {len(mset.items)} (seed {args.seed})")
         if not mset.items:
             raise DatasetError(f"the markup selection is empty ({mset.name}, split {mset.split})")
-        if args.url:
-            target = HttpTarget(args.url, args.api_key, args.concurrency)
+        if args.server_url:
+            target = HttpTarget(args.server_url, args.server_api_key, args.concurrency)
         else:
             if args.request_timeout_s is None:
                 args.request_timeout_s = EVAL_REQUEST_TIMEOUT_S
