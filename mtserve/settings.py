@@ -473,13 +473,13 @@ class Settings(BaseSettings):
 
     # --- the CLI as a client of a running server -------------------------------
     url: str = Field(
-        "", description="`mtserve translate` and `translate-file`: a running mtserve to send the work to "
-        "(e.g. http://127.0.0.1:8000), through its HTTP API, with no model loaded in the command. Empty: "
-        "the command loads the model in its own process.",
+        "", description="A running mtserve (e.g. http://127.0.0.1:8000) that `mtserve translate` and "
+        "`translate-file` send their work to, through its HTTP API, loading no model themselves. Empty: they "
+        "load the model in their own process.",
     )
     api_key: SecretStr = Field(
-        SecretStr(""), description="The key `mtserve translate` and `translate-file` send to url, when that "
-        "server has api_keys on (`mtserve keys add`). Never printed.",
+        SecretStr(""), description="The API key `mtserve translate` and `translate-file` send to the server at "
+        "url, when it has api_keys on (`mtserve keys add`). Never printed.",
     )
 
     # --- logging -----------------------------------------------------------

@@ -23,7 +23,7 @@ from mtserve.cli import (
     tm,
     translate,
 )
-from mtserve.cli.common import fail, settings_from
+from mtserve.cli.common import fail, finish_help, settings_from
 from mtserve.extras import extra_for
 
 __all__ = ["build_parser", "main", "settings_from"]
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.add_parser(commands)
+    finish_help(parser)
     return parser
 
 

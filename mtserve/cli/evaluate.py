@@ -18,7 +18,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from mtserve.cli.common import SERVICE_FIELDS, add_setting_flags, settings_from
+from mtserve.cli.common import add_service_flags, settings_from
 from mtserve.settings import Settings
 
 EVAL_REQUEST_TIMEOUT_S = 600.0
@@ -45,13 +45,15 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--target", "-t", default="en", help="target language code (default en)")
     parser.add_argument("--split", choices=SPLITS, default=None,
                         help="dev (tuning), test (reporting) or all; default dev for a built-in set, all for a file")
-    parser.add_argument("--levels", default=None, help="HSK levels, e.g. 4-6 or 1,3 (hsk only)")
-    parser.add_argument("--limit", type=int, default=None, help="score a sample of this many pairs")
+    parser.add_argument("--levels", default=None,
+                        help="HSK levels, e.g. 4-6 or 1,3 (hsk only; default: all six)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="score a sample of this many pairs (default: every pair)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
     # dests of their own: eval's server is named on its command line, not by MTSERVE_URL (translate's)
-    parser.add_argument("--url", dest="server_url", default=None,
+    parser.add_argument("--url", dest="server_url", default=None, metavar="URL",
                         help="evaluate a running server (e.g. http://127.0.0.1:8000) instead of an in-process engine")
-    parser.add_argument("--api-key", dest="server_api_key", default=None,
+    parser.add_argument("--api-key", dest="server_api_key", default=None, metavar="KEY",
                         help="API key for --url, if the server wants one")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight with --url (default 4)")
     parser.add_argument("--prompt", choices=("default", "plain"), default="default",
@@ -87,7 +89,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="in-process only: send each pair as a .txt file hard-wrapped at WIDTH columns (a CJK "
                              "character is two) through the file path, and score the translated lines joined")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    add_setting_flags(parser, SERVICE_FIELDS + TM_FIELDS)
+    add_service_flags(parser, extra=TM_FIELDS)
     parser.set_defaults(func=cmd_eval)
     return parser
 

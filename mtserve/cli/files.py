@@ -19,6 +19,7 @@ from mtserve.cli.common import (
     CLIENT_FIELDS,
     SERVICE_FIELDS,
     add_guidance_flags,
+    add_service_flags,
     add_setting_flags,
     fail,
     guidance_from,
@@ -47,7 +48,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and notes")
     add_guidance_flags(parser, file_default=True)
     add_setting_flags(parser, CLIENT_FIELDS, CLIENT_TITLE)
-    add_setting_flags(parser, IN_PROCESS_FIELDS)
+    add_setting_flags(parser, ("files_xlsx_sheet_names",), "the document, in process (each also MTSERVE_<NAME>)")
+    add_service_flags(parser, extra=("files_chunk",))
     parser.set_defaults(func=cmd_translate_file)
 
 

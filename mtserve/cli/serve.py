@@ -24,8 +24,15 @@ from mtserve.settings import Settings
 
 
 def add_parser(commands) -> None:
-    serve = commands.add_parser("serve", help="serve the WebUI and the API")
-    add_setting_flags(serve, SERVER_FIELDS + SERVICE_FIELDS + FILES_FIELDS + RAY_FIELDS)
+    serve = commands.add_parser(
+        "serve", help="serve the WebUI and the API",
+        usage="%(prog)s [--host HOST] [--port PORT] [--model MODEL] [option ...]",
+        description="Serve the WebUI and the HTTP API on one port, with the model loaded once. Every "
+                    "setting below is also an environment variable, MTSERVE_<NAME>.")
+    add_setting_flags(serve, SERVER_FIELDS, "the server: network, limits, access (each also MTSERVE_<NAME>)")
+    add_setting_flags(serve, SERVICE_FIELDS, "the model and the engine (each also MTSERVE_<NAME>)")
+    add_setting_flags(serve, FILES_FIELDS, "documents: /translate_file and /jobs (each also MTSERVE_<NAME>)")
+    add_setting_flags(serve, RAY_FIELDS, "scaling out: Ray Serve replicas (each also MTSERVE_<NAME>)")
     serve.set_defaults(func=cmd_serve)
 
 

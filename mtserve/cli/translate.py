@@ -15,6 +15,7 @@ from mtserve.cli.common import (
     CLIENT_FIELDS,
     SERVICE_FIELDS,
     add_guidance_flags,
+    add_service_flags,
     add_setting_flags,
     fail,
     guidance_from,
@@ -33,12 +34,13 @@ def add_parser(commands) -> None:
     translate.add_argument("text", nargs="?", help="text to translate; omit to read stdin")
     translate.add_argument("--source", "-s", default="auto", help="source language code or auto")
     translate.add_argument("--target", "-t", default="en", help="target language code")
-    translate.add_argument("--format", choices=("text", "html"), default="text")
+    translate.add_argument("--format", choices=("text", "html"), default="text",
+                           help="text, or html: the markup is kept and the text between the tags translated")
     add_guidance_flags(translate)
     translate.add_argument("--no-tm", action="store_true",
                            help="leave the translation memory out: no exact matches, no retrieved examples")
     add_setting_flags(translate, CLIENT_FIELDS, CLIENT_TITLE)
-    add_setting_flags(translate, SERVICE_FIELDS)
+    add_service_flags(translate)
     translate.set_defaults(func=cmd_translate)
 
 
