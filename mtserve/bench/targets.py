@@ -141,7 +141,8 @@ class HttpTarget:
             raise RuntimeError(f"cannot reach {self.url} ({exc}); is `mtserve serve` running there?") from None
         if response.status_code != 200:
             raise RuntimeError(f"{self.url} is not ready: /health answered {response.status_code}")
-        self._health = response.json()
+        details = self._client().get(f"{self.url}/health/details")  # model and engine; mtserve's own
+        self._health = details.json() if details.status_code == 200 else {}
 
     def stop(self) -> None:
         with self._lock:
