@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import signal
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from mtserve import __version__
@@ -21,6 +23,8 @@ from mtserve.cli.common import (
     settings_from,
 )
 from mtserve.settings import Settings
+
+log = logging.getLogger("mtserve.serve")
 
 
 def add_parser(commands) -> None:
@@ -37,9 +41,10 @@ def add_parser(commands) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    started = time.monotonic()  # "ready in N s" counts from here
     import uvicorn
 
-    from mtserve.api.app import create_app
+    from mtserve.api.app import browser_url, create_app
     from mtserve.api.server import server_config
     from mtserve.engines.factory import EngineConfigError
     from mtserve.logs import configure_logging
@@ -60,12 +65,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ModelStoreError, EngineConfigError) as exc:
         listener.close()
         return fail(exc)
-    print(f"mtserve {__version__}: serving {settings.model} on http://{settings.host}:{settings.port}",
-          file=sys.stderr)
+    app.state.started = started
+    app.state.url = browser_url(settings.host, listener.getsockname()[1])  # --port 0: the port it got
+    log.info(f"mtserve {__version__}: loading {settings.model}, then serving the WebUI and the API on "
+             f"http://{settings.host}:{listener.getsockname()[1]}", extra={"event": "starting", "plain": True})
     # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal so the
     # previous handler decides the exit; a drained shutdown is a success, so exit 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    uvicorn.Server(server_config(app, settings)).run(sockets=[listener])
+    app.state.server = uvicorn.Server(server_config(app, settings))
+    app.state.server.run(sockets=[listener])
     return 0
 
 
