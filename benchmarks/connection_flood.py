@@ -231,7 +231,7 @@ def stream_request(port: int, chars: int) -> bytes:
 async def stalled_streams(url: str, host: str, port: int, count: int, chars: int, phase: Phase,
                           seconds: float, other_key: str | None = None) -> None:
     """``count`` streams never read, ``count`` reset after their first bytes, all from one anonymous
-    caller; then the queue as /health sees it, and whether another caller (with ``other_key``: an API
+    caller; then the queue as /health/details sees it, and whether another caller (with ``other_key``: an API
     key's, a caller of its own; without: the same address) is admitted meanwhile."""
     stalled = await open_many(host, port, count, rcvbuf=4096)
     resetting = await open_many(host, port, count)
@@ -265,7 +265,7 @@ async def stalled_streams(url: str, host: str, port: int, count: int, chars: int
         callers = []
         while time.monotonic() - started < seconds:
             try:
-                queue = (await client.get(f"{url}/health", timeout=5)).json().get("queue", {})
+                queue = (await client.get(f"{url}/health/details", timeout=5)).json().get("queue", {})
                 admitted.append((round(time.monotonic() - started, 1), queue.get("admitted", -1)))
             except httpx.HTTPError:
                 pass

@@ -45,6 +45,7 @@ from mtserve.engines.seq2seq import (
     inspect_model_dir,
     spec_from_hf_dir,
 )
+from mtserve.extras import BASELINE_MODULES, CONVERT_MODULES, missing_extra
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,8 @@ def convert(
             f"{model_dir} is {_describe_kind(kind.format)}; convert takes a Hugging Face model "
             "directory (config.json plus *.safetensors or pytorch_model.bin)"
         )
+    if problem := missing_extra(f"converting to {target}", "seq2seq", CONVERT_MODULES[target]):
+        raise ConversionError(problem)
     overrides = _read_json(model_dir / MANIFEST)
     try:
         spec = spec_from_hf_dir(model_dir, overrides)
@@ -467,17 +470,13 @@ def gguf_to_hf(
     path, registry_name, family = resolve_gguf(source, models_dir)
     if out.exists() and any(out.iterdir()) and not force:
         raise ConversionError(f"{out} exists and is not empty; pick another --out or add --force")
-    try:
-        import gguf  # noqa: F401 - transformers needs it to read the file
-        import torch
-        import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as exc:
-        raise ConversionError(
-            f"--to hf needs torch, transformers and gguf ({exc}); install them with "
-            "`pip install 'mtserve[baseline]'`"
-        ) from None
+    if problem := missing_extra("converting to hf", "baseline", BASELINE_MODULES):
+        raise ConversionError(problem)
+    import gguf  # noqa: F401 - transformers needs it to read the file
+    import torch
+    import transformers
     from packaging.version import Version
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dtype_key = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
     started = time.perf_counter()

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -471,6 +471,17 @@ class Settings(BaseSettings):
         1.0, description="Ray Serve: CPUs reserved per replica (set it to MTSERVE_THREADS on a real cluster)."
     )
 
+    # --- the CLI as a client of a running server -------------------------------
+    url: str = Field(
+        "", description="A running mtserve (e.g. http://127.0.0.1:8000) that `mtserve translate` and "
+        "`translate-file` send their work to, through its HTTP API, loading no model themselves. Empty: they "
+        "load the model in their own process.",
+    )
+    api_key: SecretStr = Field(
+        SecretStr(""), description="The API key `mtserve translate` and `translate-file` send to the server at "
+        "url, when it has api_keys on (`mtserve keys add`). Never printed.",
+    )
+
     # --- logging -----------------------------------------------------------
     log_level: str = Field("info", description="Log level: debug, info, warning, error.")
     log_format: Literal["auto", "text", "json"] = Field(
@@ -515,6 +526,8 @@ def settings_table() -> list[tuple[str, str, str]]:
                 "home": "~/.cache/mtserve",
                 "threads": "number of CPU cores",
             }.get(name, str(field.default_factory()))
+        elif isinstance(field.default, SecretStr):
+            default = field.default.get_secret_value()
         else:
             default = str(field.default)
         rows.append((f"MTSERVE_{name.upper()}", default, field.description or ""))

@@ -34,6 +34,7 @@ from mtserve.settings import Settings
 from mtserve.webui import STATIC_DIR
 
 log = logging.getLogger("mtserve.request")
+start_log = logging.getLogger("mtserve.serve")
 
 UNTRACKED_PATHS = ("/static/", "/static-offline-docs/", "/favicon")
 # The API docs pages may load nothing from outside mtserve (ReDoc's bundle asks a CDN for its logo).
@@ -182,20 +183,49 @@ def install_body_schemas(app: FastAPI, models) -> None:
     app.openapi = openapi
 
 
+def browser_url(host: str, port: int) -> str:
+    """Where a person on this machine opens a server listening on ``host``: a wildcard address is
+    loopback, an IPv6 address goes in brackets."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+async def announce_ready(app: FastAPI, runtime: Runtime) -> None:
+    """Once the server can translate, one plain line: how long it took, and where to open it.
+    ``app.state.started`` (time.monotonic()) and ``app.state.url`` are what `mtserve serve` measured
+    and bound; without them, the app's own creation and its settings' address. With
+    ``app.state.server`` (uvicorn's), the line waits for it to accept connections too."""
+    await runtime.wait_ready()
+    if not runtime.ready:  # the load failed: its error is logged, and /health/details says it
+        return
+    server = getattr(app.state, "server", None)
+    while server is not None and not server.started:  # the lifespan's startup ends before uvicorn serves
+        await asyncio.sleep(0.05)
+    settings: Settings = app.state.settings
+    url = getattr(app.state, "url", None) or browser_url(settings.host, settings.port)
+    seconds = time.monotonic() - app.state.started
+    start_log.info(f"ready in {seconds:.1f} s: open {url}",
+                   extra={"event": "serving", "plain": True, "url": url, "seconds": round(seconds, 1)})
+
+
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     """Build the app. ``engine`` lets tests bring their own; by default the settings pick one."""
+    created = time.monotonic()
     runtime = Runtime(settings, engine, serving=True)
     jobs = JobStore(settings, lambda: runtime.service)  # document jobs: /translate_file, /jobs
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         watcher = asyncio.create_task(watch_event_loop(runtime.metrics.event_loop_lag))
+        announcer = None
         try:
             await runtime.start()
             await jobs.start()
+            announcer = asyncio.create_task(announce_ready(app, runtime))
             try:
                 yield
             finally:
+                announcer.cancel()
                 await jobs.stop()
                 await runtime.stop()
         finally:
@@ -214,6 +244,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     install_body_schemas(app, (TranslateRequest, DetectRequest))
     app.state.runtime = runtime
     app.state.settings = settings
+    app.state.started = created  # `mtserve serve` sets it earlier, and app.state.url to the address it bound
     app.state.jobs = jobs
     app.state.closing = ServerClosing(settings.shutdown_grace_s)  # mtserve's protocol begins it
     install_error_handlers(app)

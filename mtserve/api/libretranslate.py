@@ -30,6 +30,7 @@ from mtserve.api.fields import (
     content_type_of,
     guidance_of,
     is_json,
+    json_type,
     query_fields,
     read_fields,
     text_field,
@@ -116,6 +117,7 @@ def checked_fields(request: Request, fields: dict[str, Any], *, translate: bool 
     if not fields.get("q"):  # absent, null, "" or []
         why = "q is an empty list; send at least one text" if fields.get("q") == [] else ""
         raise missing(request, "q", why)
+    texts_of(fields["q"], batch=translate)
     if not translate:
         return fields
     if not fields.get("target"):
@@ -127,6 +129,22 @@ def checked_fields(request: Request, fields: dict[str, Any], *, translate: bool 
     if fields.get("alternatives") not in (None, ""):
         fields["alternatives"] = alternatives_of(fields["alternatives"], request.app.state.settings)
     return fields
+
+
+def texts_of(q: Any, *, batch: bool = True) -> None:
+    """q is a string (or, where a batch is taken, a list of strings); anything else is a 400 that says
+    so in these words, where the request model would answer in pydantic's."""
+    wanted = "a string or a list of strings" if batch else "a string"
+    example = 'send the text as a JSON string, e.g. {"q": "你好"}' + (
+        ', or several texts as a list of strings, e.g. {"q": ["你好", "谢谢"]}' if batch else "")
+    if isinstance(q, str):
+        return
+    if batch and isinstance(q, list):
+        wrong = next(((i, t) for i, t in enumerate(q) if not isinstance(t, str)), None)
+        if wrong is None:
+            return
+        raise ApiError(400, f"q must be {wanted}", hint=f"q[{wrong[0]}] is {json_type(wrong[1])}; {example}")
+    raise ApiError(400, f"q must be {wanted}", hint=f"q is {json_type(q)}; {example}")
 
 
 def alternatives_of(value: Any, settings: Settings) -> int:

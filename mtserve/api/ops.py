@@ -1,4 +1,9 @@
-"""Operations: health (liveness and readiness) and Prometheus metrics, for every API family."""
+"""Operations: health (liveness and readiness) and Prometheus metrics, for every API family.
+
+``GET /health`` is LibreTranslate's: exactly ``{"status": "ok"}`` once the model is loaded (its
+clients compare the body), a 503 with the state in ``status`` before. What mtserve knows beyond
+that (model, engine, restarts, the queue, why loading failed) is at ``/health/details``.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,27 @@ from mtserve.settings import Settings
 router = APIRouter(tags=["operations"])
 
 
+def _status(runtime) -> str:
+    if runtime.ready:
+        return "ok"
+    return "restarting" if runtime.restarting else "error" if runtime.load_error else "loading"
+
+
 @router.get("/health")
 async def health(request: Request):
-    """Readiness with details: 200 and LibreTranslate's ``{"status": "ok"}`` once the model is loaded
-    (mtserve's details beside it), 503 before (or if loading failed)."""
+    """LibreTranslate's readiness: 200 and exactly ``{"status": "ok"}`` once the model is loaded; 503
+    and ``{"status": "loading"}`` (``restarting``, ``error``) before. Details: /health/details."""
+    runtime = runtime_of(request)
+    return JSONResponse({"status": _status(runtime)}, status_code=200 if runtime.ready else 503)
+
+
+@router.get("/health/details")
+async def health_details(request: Request):
+    """Readiness with mtserve's details: the status, model and engine, restarts, the queue, and why
+    loading failed; 200 once the model is loaded, 503 before (or if loading failed)."""
     runtime = runtime_of(request)
     body = {
-        "status": "ok" if runtime.ready else (
-            "restarting" if runtime.restarting else "error" if runtime.load_error else "loading"
-        ),
+        "status": _status(runtime),
         "restarts": runtime.restarts,
         "live": True,
         "ready": runtime.ready,

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from mtserve.bench.workloads import WorkItem
+from mtserve.extras import BASELINE_MODULES, missing_extra
 
 TARGET_KINDS = ("http", "engine", "naive", "transformers")
 
@@ -140,7 +141,8 @@ class HttpTarget:
             raise RuntimeError(f"cannot reach {self.url} ({exc}); is `mtserve serve` running there?") from None
         if response.status_code != 200:
             raise RuntimeError(f"{self.url} is not ready: /health answered {response.status_code}")
-        self._health = response.json()
+        details = self._client().get(f"{self.url}/health/details")  # model and engine; mtserve's own
+        self._health = details.json() if details.status_code == 200 else {}
 
     def stop(self) -> None:
         with self._lock:
@@ -430,6 +432,9 @@ class TransformersTarget:
     kind = "transformers"
 
     def __init__(self, settings: Any, *, name: str | None = None):
+        # said before any target starts: a missing extra is a mistake in the command, not in a run
+        if problem := missing_extra("the transformers baseline (--transformers)", "baseline", BASELINE_MODULES):
+            raise ValueError(problem)
         self.settings = settings
         self.name = name or "transformers"
         self._lock = FifoLock()
@@ -438,14 +443,9 @@ class TransformersTarget:
         self.load_s: float | None = None
 
     def start(self) -> None:
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:
-            raise RuntimeError(
-                f"the transformers baseline needs the 'baseline' extra ({exc}); "
-                "run: pip install -e '.[baseline]'"
-            ) from None
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
         from mtserve.engines.prompts import template_for
         from mtserve.models.store import ModelStore
 

@@ -23,7 +23,8 @@ from mtserve.cli import (
     tm,
     translate,
 )
-from mtserve.cli.common import settings_from
+from mtserve.cli.common import fail, finish_help, settings_from
+from mtserve.extras import extra_for
 
 __all__ = ["build_parser", "main", "settings_from"]
 
@@ -36,10 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.add_parser(commands)
+    finish_help(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ModuleNotFoundError as exc:  # an optional extra that no option checked for beforehand
+        if (line := extra_for(exc.name)) is None:
+            raise
+        return fail(line)
 

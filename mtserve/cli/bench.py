@@ -23,10 +23,10 @@ from typing import Any
 
 from mtserve.cli.common import add_setting_flags, settings_from
 
-DESCRIPTION = (
-    "Measure requests/s, tokens/s, latency percentiles, time to first token, queue against engine "
-    "time, and the server's CPU and peak RSS, for one or more targets, side by side in one run."
-)
+DESCRIPTION = """\
+Measure requests/s, tokens/s, latency percentiles, time to first token, queue against
+engine time, and the server's CPU and peak RSS, for one or more targets, side by side
+in one run."""
 EXAMPLES = __doc__.split("\n\n", 1)[1]
 
 BENCH_SETTING_FIELDS = ("home", "model", "threads", "n_parallel", "ctx_per_slot", "max_output_tokens",
@@ -61,8 +61,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         epilog=EXAMPLES,
     )
     what = bench.add_argument_group("targets")
-    what.add_argument("--url", action="append", default=[], help="a running server on loopback (repeatable)")
-    what.add_argument("--engine", choices=("llamacpp",), help="the raw engine, in process, with --model")
+    what.add_argument("--url", dest="server_urls", action="append", default=[], metavar="URL",
+                      help="a running server on loopback (repeatable)")
+    what.add_argument("--engine", choices=("llamacpp",),
+                      help="the raw engine, in process, with --model (the only engine: llamacpp)")
     what.add_argument("--naive", action="store_true", help="naive serving: one request at a time")
     what.add_argument("--wrapper", action="store_true",
                       help="a bare llama.cpp wrapper with a one-line prompt (what the prompt must pay for)")
@@ -75,9 +77,12 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     load = bench.add_argument_group("load")
     load.add_argument("--scenario", type=_scenarios, default=["closed"],
                       help="comma list of closed (clients sweep), open (arrival rates), fairness "
-                           "(a long document in the queue, short requests beside it), ttft (streaming)")
-    load.add_argument("--concurrency", type=_floats, default=[1, 2, 4, 8, 16], help="closed-loop clients")
-    load.add_argument("--rates", type=_floats, default=[0.5, 1, 2, 4], help="open-loop arrivals per second")
+                           "(a long document in the queue, short requests beside it), ttft (streaming) "
+                           "(default: closed)")
+    load.add_argument("--concurrency", type=_floats, default=[1, 2, 4, 8, 16],
+                      help="closed-loop clients, a comma list (default: 1,2,4,8,16)")
+    load.add_argument("--rates", type=_floats, default=[0.5, 1, 2, 4],
+                      help="open-loop arrivals per second, a comma list (default: 0.5,1,2,4)")
     load.add_argument("--fixed-rate", action="store_true", help="open loop: fixed gaps instead of Poisson")
     load.add_argument("--fairness-clients", type=int, default=8, help="short-request clients in fairness")
     load.add_argument("--ttft-clients", type=int, default=1, help="streaming clients in ttft")
@@ -88,20 +93,27 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
                       help="concurrent warm-up calls per target (default: the largest load, at most 16)")
 
     inputs = bench.add_argument_group("inputs")
-    inputs.add_argument("--workload", choices=("short", "paragraph", "long", "file"), default="short")
-    inputs.add_argument("--file", type=Path, help="texts to send for --workload file")
-    inputs.add_argument("--file-mode", choices=("lines", "paragraphs", "whole"), default="lines")
+    inputs.add_argument("--workload", choices=("short", "paragraph", "long", "file"), default="short",
+                        help="what each request sends: short (one HSK sentence), paragraph (four sentences "
+                             "joined), long (a document of --long-sentences sentences in paragraphs), or file "
+                             "(the texts of --file, cut by --file-mode); every request gets text no earlier "
+                             "one had, so no cache answers it")
+    inputs.add_argument("--file", type=Path, help="a UTF-8 text file of texts to send, for --workload file")
+    inputs.add_argument("--file-mode", choices=("lines", "paragraphs", "whole"), default="lines",
+                        help="how --file is cut into requests: one per non-empty line, one per paragraph "
+                             "(blank-line separated), or the whole file as one")
     inputs.add_argument("--long-sentences", type=int, default=40, help="sentences in the long document")
     inputs.add_argument("--source", default="zh", help="source language of the inputs")
     inputs.add_argument("--target", default="en", help="target language")
-    inputs.add_argument("--seed", type=int, default=0, help="shuffles the sentence pool and the arrivals")
+    inputs.add_argument("--seed", type=int, default=0,
+                        help="shuffles the sentence pool and the arrivals (default: 0)")
 
     out = bench.add_argument_group("output")
     out.add_argument("--out", type=Path, help="folder for result.json and plot.png (default bench-results/TIME)")
-    out.add_argument("--label", default="", help="title of the plot")
+    out.add_argument("--label", default="", help="title of the plot (default: none)")
     out.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_setting_flags(bench, BENCH_SETTING_FIELDS)
+    add_setting_flags(bench, BENCH_SETTING_FIELDS, "in-process targets (each also MTSERVE_<NAME>)")
     bench.set_defaults(func=cmd_bench)
     return bench
 
@@ -109,7 +121,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 def _target_specs(args: argparse.Namespace) -> list[str]:
     if args.compare:
         return list(args.compare)
-    specs = list(args.url)
+    specs = list(args.server_urls)
     if args.engine:
         specs.append("engine")
     if args.naive:

@@ -46,7 +46,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--quantize",
         choices=QUANTIZATIONS,
         default=None,
-        help="INT8 weights (ONNX: dynamic unless --static; CTranslate2: int8)",
+        help="INT8 weights (ONNX: dynamic unless --static; CTranslate2: int8; default: none, FP32)",
     )
     parser.add_argument(
         "--static", action="store_true", help="ONNX static INT8: activations too, calibrated on --calibration"
@@ -73,7 +73,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--source", default=None, help="calibration source language (default: the model's)")
     parser.add_argument("--target", default=None, help="calibration target language (default: the model's)")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads for calibration")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for calibration (default: all cores)")
     parser.set_defaults(func=cmd_convert)
     return parser
 

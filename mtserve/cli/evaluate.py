@@ -20,7 +20,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from mtserve.cli.common import SERVICE_FIELDS, add_setting_flags, settings_from
+from mtserve.cli.common import add_service_flags, settings_from
 from mtserve.settings import Settings
 
 EVAL_REQUEST_TIMEOUT_S = 600.0
@@ -47,12 +47,16 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--target", "-t", default="en", help="target language code (default en)")
     parser.add_argument("--split", choices=SPLITS, default=None,
                         help="dev (tuning), test (reporting) or all; default dev for a built-in set, all for a file")
-    parser.add_argument("--levels", default=None, help="HSK levels, e.g. 4-6 or 1,3 (hsk only)")
-    parser.add_argument("--limit", type=int, default=None, help="score a sample of this many pairs")
+    parser.add_argument("--levels", default=None,
+                        help="HSK levels, e.g. 4-6 or 1,3 (hsk only; default: all six)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="score a sample of this many pairs (default: every pair)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
-    parser.add_argument("--url", default=None,
+    # dests of their own: eval's server is named on its command line, not by MTSERVE_URL (translate's)
+    parser.add_argument("--url", dest="server_url", default=None, metavar="URL",
                         help="evaluate a running server (e.g. http://127.0.0.1:8000) instead of an in-process engine")
-    parser.add_argument("--api-key", default=None, help="API key for --url, if the server wants one")
+    parser.add_argument("--api-key", dest="server_api_key", default=None, metavar="KEY",
+                        help="API key for --url, if the server wants one")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight with --url (default 4)")
     parser.add_argument("--prompt", choices=("default", "plain"), default="default",
                         help="in-process only: 'plain' drops the few-shot examples and uses the one-line "
@@ -95,7 +99,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="in-process only: send each pair as a .txt file hard-wrapped at WIDTH columns (a CJK "
                              "character is two) through the file path, and score the translated lines joined")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    add_setting_flags(parser, SERVICE_FIELDS + TM_FIELDS)
+    add_service_flags(parser, extra=TM_FIELDS)
     parser.set_defaults(func=cmd_eval)
     return parser
 
@@ -117,6 +121,27 @@ def _write(path: str, text: str) -> None:
     else:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text, encoding="utf-8")
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """The run's own arguments, checked before anything is read or loaded: a mistake in the command is
+    said at once, whatever the machine has (data packages, models in the store)."""
+    from mtserve.eval.datasets import DatasetError
+    from mtserve.eval.targets import TargetError
+
+    if args.file and args.levels:
+        raise DatasetError("--levels applies to the built-in hsk set, not to a file")
+    if args.as_subtitles and args.as_wrapped_text is not None:
+        raise DatasetError("--as-subtitles or --as-wrapped-text: one file shape a run")
+    if args.as_wrapped_text is not None and args.as_wrapped_text < 10:
+        raise DatasetError("--as-wrapped-text WIDTH: at least 10 columns")
+    if args.server_url and (args.as_subtitles or args.as_wrapped_text is not None):
+        raise TargetError("--as-subtitles and --as-wrapped-text work in process only: they send each pair "
+                          "through the file path of this process's service; leave out --url")
+    if args.server_url and args.tm_file:
+        raise TargetError("--tm works in process only: a server translates with its own translation "
+                          f"memory; import the file there (`mtserve tm import FILE --source {args.source} "
+                          f"--target {args.target}` with the server's home) and run without --tm")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -142,9 +167,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("mtserve eval: --as-document applies to --markup", file=sys.stderr)
         return 2
     try:
+        check_arguments(args)  # before a data set is read or a model looked for in the store
         if args.file:
-            if args.levels:
-                raise DatasetError("--levels applies to the built-in hsk set, not to a file")
             evalset = load_file(args.file, args.source, args.target, args.split or "all")
         else:
             evalset = load_builtin(args.dataset, args.source, args.target, args.split or "dev",
@@ -158,13 +182,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             evalset = with_context(evalset, args.context)
         if not evalset.pairs:
             raise DatasetError(f"the selection is empty ({evalset.name}, split {evalset.split})")
-        if args.url:
-            if args.tm_file:
-                raise TargetError("--tm works in process only: a server translates with its own translation "
-                                  "memory; import the file there (`mtserve tm import FILE --source "
-                                  f"{evalset.source_lang} --target {evalset.target_lang}` with the server's home) "
-                                  "and run without --tm")
-            target = HttpTarget(args.url, args.api_key, args.concurrency)
+        if args.server_url:
+            target = HttpTarget(args.server_url, args.server_api_key, args.concurrency)
         else:
             if args.request_timeout_s is None:  # a busy machine must not fail a long run
                 args.request_timeout_s = EVAL_REQUEST_TIMEOUT_S
@@ -174,13 +193,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if args.tm_file:
                 target.use_memory(SOFTWARE_TM if args.tm_file == "software" else args.tm_file,
                                   evalset.source_lang, evalset.target_lang)
-        if args.as_subtitles and args.as_wrapped_text:
-            raise DatasetError("--as-subtitles or --as-wrapped-text: one file shape a run")
         if args.as_subtitles or args.as_wrapped_text:
             from mtserve.eval.as_files import FileTarget
 
-            if args.as_wrapped_text is not None and args.as_wrapped_text < 10:
-                raise DatasetError("--as-wrapped-text WIDTH: at least 10 columns")
             target = FileTarget(target, "srt" if args.as_subtitles else "txt", args.as_wrapped_text or 0)
         report = asyncio.run(evaluate(evalset, target, args.worst, _progress(args.quiet)))
     except (DatasetError, TargetError, ModelStoreError, EngineConfigError, UnsupportedLanguage) as exc:
@@ -227,8 +242,8 @@ def _markup_eval(args: argparse.Namespace) -> int:
         if not mset.items:
             raise DatasetError(f"the markup selection is empty ({mset.name}, split {mset.split}"
                                + (f"; skipped as .{args.as_document}: {mset.skipped}" if mset.skipped else "") + ")")
-        if args.url:
-            target = HttpTarget(args.url, args.api_key, args.concurrency)
+        if args.server_url:
+            target = HttpTarget(args.server_url, args.server_api_key, args.concurrency)
         else:
             if args.request_timeout_s is None:
                 args.request_timeout_s = EVAL_REQUEST_TIMEOUT_S

@@ -1,9 +1,11 @@
 """``mtserve translate-file IN --target en [--source auto] [-o OUT]``: a document, with a progress bar.
 
-The model runs in this process, as for ``mtserve translate``; the document goes
-through the same reader, runner and renderer as ``POST /translate_file``.
-Server limits (size, segments, formats) do not apply to local files; the bounds on what a file
-may expand to (MTSERVE_FILES_MAX_EXPANDED_MB and the others) do.
+With ``--url`` (MTSERVE_URL) the document goes to that server's job API (``POST /jobs``, its progress
+followed on ``/jobs/{id}/events``, the result downloaded), and nothing is loaded here; the server's
+limits (size, segments, formats) apply. Without it the model runs in this process, as for ``mtserve
+translate``, and the document goes through the same reader, runner and renderer as ``POST
+/translate_file``; server limits do not apply to local files, the bounds on what a file may expand to
+(MTSERVE_FILES_MAX_EXPANDED_MB and the others) do.
 """
 
 from __future__ import annotations
@@ -13,8 +15,21 @@ import asyncio
 import sys
 from pathlib import Path
 
-from mtserve.cli.common import SERVICE_FIELDS, add_guidance_flags, add_setting_flags, fail, guidance_from, settings_from
+from mtserve.cli.common import (
+    CLIENT_FIELDS,
+    SERVICE_FIELDS,
+    add_guidance_flags,
+    add_service_flags,
+    add_setting_flags,
+    fail,
+    guidance_from,
+    in_process_flags,
+    settings_from,
+)
+from mtserve.cli.translate import CLIENT_TITLE, in_process_line, in_process_only
 from mtserve.settings import Settings
+
+IN_PROCESS_FIELDS = SERVICE_FIELDS + ("files_chunk", "files_xlsx_sheet_names")
 
 
 def add_parser(commands) -> None:
@@ -32,7 +47,9 @@ def add_parser(commands) -> None:
                         help="where to write the translation (default: IN.TARGET.EXT next to IN)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and notes")
     add_guidance_flags(parser, file_default=True)
-    add_setting_flags(parser, SERVICE_FIELDS + ("files_chunk", "files_xlsx_sheet_names"))
+    add_setting_flags(parser, CLIENT_FIELDS, CLIENT_TITLE)
+    add_setting_flags(parser, ("files_xlsx_sheet_names",), "the document, in process (each also MTSERVE_<NAME>)")
+    add_service_flags(parser, extra=("files_chunk",))
     parser.set_defaults(func=cmd_translate_file)
 
 
@@ -76,21 +93,67 @@ async def translate_file(settings: Settings, path: Path, source: str, target: st
         if bar is not None:
             bar.close()
         await runtime.stop()
-    destination = output or default_output(path, target, result.output.extension)
-    if destination.resolve() == path.resolve():
-        raise ValueError(f"the output {destination} is the input file; choose another with -o")
-    await asyncio.to_thread(destination.write_bytes, result.output.data)
+    destination = _written(path, target, output, result.output.extension, result.output.data)
     if progress:
-        if result.detected is not None:
-            print(f"source language: {result.source} (detected, {result.detected.confidence:.0f}%)", file=err)
-        for note in result.notes:
-            print(f"note: {note}", file=err)
-        if output is not None and output.suffix.lstrip(".") != result.output.extension:
-            print(f"note: the result is a .{result.output.extension} file", file=err)
+        detected = None if result.detected is None else result.detected.confidence
+        _report(result.source, detected, result.notes, output, result.output.extension, err)
     return destination
 
 
+def translate_file_on(server, path: Path, source: str, target: str, output: Path | None, *,
+                      progress: bool = True, err=sys.stderr, context: str = "") -> Path:
+    """``translate_file`` through a running server (``mtserve.cli.remote.RemoteServer``): the same bar,
+    notes and output, with the server's job doing the work."""
+    if output is not None and output.resolve() == path.resolve():  # before the upload, not after the work
+        raise ValueError(f"the output {output} is the input file; choose another with -o")
+    data = path.read_bytes()
+    bar = None
+
+    def on_progress(job: dict) -> None:
+        nonlocal bar
+        if not progress or not job.get("total"):  # the total is known once the server has read the file
+            return
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=job["total"], unit="seg", desc=path.name, file=err, leave=True)
+        bar.update(job["done"] - bar.n)
+        if job.get("section"):
+            bar.set_postfix_str(job["section"], refresh=False)
+
+    try:
+        result = server.translate_file(path, data, source, target, context=context, on_progress=on_progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    destination = _written(path, target, output, result.extension, result.data)
+    if progress:
+        detected = None if result.detected is None else result.detected.get("confidence", 0)
+        _report(result.source, detected, result.notes, output, result.extension, err)
+    return destination
+
+
+def _written(path: Path, target: str, output: Path | None, extension: str, data: bytes) -> Path:
+    destination = output or default_output(path, target, extension)
+    if destination.resolve() == path.resolve():
+        raise ValueError(f"the output {destination} is the input file; choose another with -o")
+    destination.write_bytes(data)
+    return destination
+
+
+def _report(source: str, detected: float | None, notes: list[str], output: Path | None, extension: str,
+            err) -> None:
+    """The lines after the bar: the detected language, the format's notes, a changed file type."""
+    if detected is not None:
+        print(f"source language: {source} (detected, {detected:.0f}%)", file=err)
+    for note in notes:
+        print(f"note: {note}", file=err)
+    if output is not None and output.suffix.lstrip(".") != extension:
+        print(f"note: the result is a .{extension} file", file=err)
+
+
 def cmd_translate_file(args: argparse.Namespace) -> int:
+    from mtserve.cli.remote import RemoteServer, ServerError
     from mtserve.documents.formats.base import DocumentError
     from mtserve.engines.factory import EngineConfigError
     from mtserve.models.store import ModelStoreError
@@ -102,9 +165,19 @@ def cmd_translate_file(args: argparse.Namespace) -> int:
     if not args.input.is_file():
         return fail(f"{args.input}: no such file")
     try:
-        written = asyncio.run(translate_file(settings, args.input, args.source, args.target, args.output,
-                                             progress=not args.quiet, guidance=guidance_from(args)))
-    except (DocumentError, ModelStoreError, EngineConfigError, EngineNotReady, UnsupportedLanguage,
+        if settings.url:
+            if local := in_process_flags(args, IN_PROCESS_FIELDS):
+                return fail(in_process_only(local, settings.url))
+            server = RemoteServer(settings.url, settings.api_key.get_secret_value())
+            written = translate_file_on(server, args.input, args.source, args.target, args.output,
+                                        progress=not args.quiet,
+                                        context=args.context if args.context.strip() else "")
+        else:
+            if not args.quiet:
+                print(in_process_line(settings), file=sys.stderr)
+            written = asyncio.run(translate_file(settings, args.input, args.source, args.target, args.output,
+                                                 progress=not args.quiet, guidance=guidance_from(args)))
+    except (ServerError, DocumentError, ModelStoreError, EngineConfigError, EngineNotReady, UnsupportedLanguage,
             DeadlineExceeded, ValueError, OSError) as exc:
         return fail(exc)
     except KeyboardInterrupt:

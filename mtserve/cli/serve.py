@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import signal
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from mtserve import __version__
@@ -22,17 +24,27 @@ from mtserve.cli.common import (
 )
 from mtserve.settings import Settings
 
+log = logging.getLogger("mtserve.serve")
+
 
 def add_parser(commands) -> None:
-    serve = commands.add_parser("serve", help="serve the WebUI and the API")
-    add_setting_flags(serve, SERVER_FIELDS + SERVICE_FIELDS + FILES_FIELDS + RAY_FIELDS)
+    serve = commands.add_parser(
+        "serve", help="serve the WebUI and the API",
+        usage="%(prog)s [--host HOST] [--port PORT] [--model MODEL] [option ...]",
+        description="Serve the WebUI and the HTTP API on one port, with the model loaded once. Every "
+                    "setting below is also an environment variable, MTSERVE_<NAME>.")
+    add_setting_flags(serve, SERVER_FIELDS, "the server: network, limits, access (each also MTSERVE_<NAME>)")
+    add_setting_flags(serve, SERVICE_FIELDS, "the model and the engine (each also MTSERVE_<NAME>)")
+    add_setting_flags(serve, FILES_FIELDS, "documents: /translate_file and /jobs (each also MTSERVE_<NAME>)")
+    add_setting_flags(serve, RAY_FIELDS, "scaling out: Ray Serve replicas (each also MTSERVE_<NAME>)")
     serve.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    started = time.monotonic()  # "ready in N s" counts from here
     import uvicorn
 
-    from mtserve.api.app import create_app
+    from mtserve.api.app import browser_url, create_app
     from mtserve.api.server import server_config
     from mtserve.engines.factory import EngineConfigError
     from mtserve.logs import configure_logging
@@ -53,12 +65,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ModelStoreError, EngineConfigError) as exc:
         listener.close()
         return fail(exc)
-    print(f"mtserve {__version__}: serving {settings.model} on http://{settings.host}:{settings.port}",
-          file=sys.stderr)
+    app.state.started = started
+    app.state.url = browser_url(settings.host, listener.getsockname()[1])  # --port 0: the port it got
+    log.info(f"mtserve {__version__}: loading {settings.model}, then serving the WebUI and the API on "
+             f"http://{settings.host}:{listener.getsockname()[1]}", extra={"event": "starting", "plain": True})
     # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal so the
     # previous handler decides the exit; a drained shutdown is a success, so exit 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    uvicorn.Server(server_config(app, settings)).run(sockets=[listener])
+    app.state.server = uvicorn.Server(server_config(app, settings))
+    app.state.server.run(sockets=[listener])
     return 0
 
 

@@ -124,7 +124,8 @@ def replica_settings(settings: Settings) -> dict[str, Any]:
     are the replica's own node's. A replica's engine threads default to the CPUs
     Ray reserved for it, not to every core of a node it shares with others.
     """
-    chosen = settings.model_dump(mode="json", exclude_unset=True, exclude={"ray", "ray_address"})
+    # url and api_key are the CLI's, as a client of a server: nothing a replica uses (a key would be masked)
+    chosen = settings.model_dump(mode="json", exclude_unset=True, exclude={"ray", "ray_address", "url", "api_key"})
     chosen.setdefault("threads", max(1, int(settings.ray_replica_cpus)))
     return chosen
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mtserve.engines.base import Engine
+from mtserve.extras import SEQ2SEQ_ENGINE_MODULES, missing_extra
 from mtserve.models.store import ModelStore
 from mtserve.settings import Settings
 from mtserve.text.languages import language_set
@@ -165,6 +166,8 @@ def create_seq2seq_engine(settings: Settings) -> Engine:
         raise EngineConfigError(str(exc)) from None
     if kind.format != SEQ2SEQ_FORMATS[engine]:
         raise EngineConfigError(_mismatch(engine, path, kind.format))
+    if problem := missing_extra(f"engine {engine!r}", "seq2seq", SEQ2SEQ_ENGINE_MODULES[engine]):
+        raise EngineConfigError(problem)
     common = dict(
         threads=settings.threads,
         inter_threads=settings.inter_threads,

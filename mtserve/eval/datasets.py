@@ -146,8 +146,9 @@ def load_hsk(source: str = "zh", target: str = "en", split: str = "all",
     try:
         from hsk_sentences_audio import load_sentences
     except ImportError:
-        raise DatasetError("the hsk set needs the hsk-sentences-audio package: "
-                           "pip install hsk-sentences-audio") from None
+        raise DatasetError("the hsk set needs the hsk-sentences-audio package, in the eval extra: "
+                           "pip install 'mtserve[eval]' (the other built-in sets need nothing more: "
+                           "--dataset prose, everyday, software, context, instructions)") from None
     records = load_sentences()
     usable = [r for r in records if hsk_usable(r)]
     chinese_field = "traditional" if "zt" in (source, target) else "chinese"

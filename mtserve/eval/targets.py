@@ -241,7 +241,9 @@ class HttpTarget:
             raise TargetError(f"cannot reach {self.url}: {exc}; is `mtserve serve` running there?") from None
         if health.status_code != 200:
             raise TargetError(f"{self.url}/health answered {health.status_code}: {health.text[:200]}")
-        self._server = health.json() if "json" in health.headers.get("content-type", "") else {}
+        details = await self._client.get("/health/details")  # mtserve's; another LibreTranslate has none
+        self._server = details.json() if details.status_code == 200 and "json" in details.headers.get(
+            "content-type", "") else {}
 
     async def warm(self, source: str, target: str, context: str = "") -> None:
         """Nothing: a server's warm state is its own (a request here would also enter its cache)."""

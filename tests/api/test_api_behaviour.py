@@ -72,7 +72,7 @@ def test_client_disconnect_cancels_the_work():
         deadline = time.monotonic() + 3
         while not engine.cancelled and time.monotonic() < deadline:
             time.sleep(0.05)
-        health = httpx.get(f"{url}/health").json()
+        health = httpx.get(f"{url}/health/details").json()
     assert engine.cancelled == ["没人等的句子。"]
     assert health["queue"]["admitted"] == 0
 
@@ -127,7 +127,7 @@ def test_not_ready_while_the_model_loads():
         server.should_exit = True
         thread.join(timeout=10)
     assert live.status_code == 200
-    assert health.status_code == 503 and health.json()["status"] == "loading"
+    assert health.status_code == 503 and health.json() == {"status": "loading"}
     assert r.status_code == 503 and "loading" in r.json()["error"] and r.headers["retry-after"]
 
 
@@ -239,14 +239,14 @@ def wait_for_health(url: str, status: int, timeout_s: float = 10) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            r = httpx.get(f"{url}/health", timeout=2)
+            r = httpx.get(f"{url}/health/details", timeout=2)
         except httpx.TransportError:  # a server thread just started may not listen yet
             time.sleep(0.05)
             continue
         if r.status_code == status:
             return r.json()
         time.sleep(0.05)
-    raise AssertionError(f"/health did not answer {status} within {timeout_s} s")
+    raise AssertionError(f"/health/details did not answer {status} within {timeout_s} s")
 
 
 def test_a_hung_engine_is_noticed_and_restarted():

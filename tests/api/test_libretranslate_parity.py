@@ -135,11 +135,13 @@ def test_frontend_settings_say_when_a_key_is_required(tmp_path: Path) -> None:
     assert settings["apiKeys"] is True and settings["keyRequired"] is True
 
 
-def test_health_is_libretranslates_ok_with_mtserves_details(url: str) -> None:
-    # LibreTranslate's scripts/healthcheck.py sends a JSON body with its GET
+def test_health_is_exactly_libretranslates_ok_and_mtserves_details_are_beside_it(url: str) -> None:
+    # LibreTranslate's scripts/healthcheck.py sends a JSON body with its GET; its clients compare the body
     health = httpx.request("GET", f"{url}/health", json={})
-    assert health.status_code == 200 and health.json()["status"] == "ok"
-    assert health.json()["ready"] is True and health.json()["model"] == "fake-model"
+    assert health.status_code == 200 and health.content == b'{"status":"ok"}'
+    details = httpx.get(f"{url}/health/details").json()
+    assert details["status"] == "ok" and details["ready"] is True and details["model"] == "fake-model"
+    assert details["engine"] == "fake" and details["queue"]["admitted"] == 0
     assert httpx.get(f"{url}/health/live").json() == {"live": True}
     assert httpx.get(f"{url}/health/ready").json() == {"ready": True}
     posted = httpx.post(f"{url}/health")

@@ -97,6 +97,22 @@ def test_deepl_glossary_entries_over_csv_limits_or_nested_are_400s(url: str) -> 
     assert listed.status_code == 400 and "'entries' must be a string" in listed.json()["message"]
 
 
+@pytest.mark.parametrize("path, q, error, hint", [
+    ("/translate", 42, "q must be a string or a list of strings", "q is a number; send the text as a JSON string"),
+    ("/translate", ["你好", 1], "q must be a string or a list of strings", "q[1] is a number;"),
+    ("/translate", {"text": "你好"}, "q must be a string or a list of strings", "q is an object;"),
+    ("/translate/stream", True, "q must be a string or a list of strings", "q is a boolean;"),
+    ("/detect", ["你好"], "q must be a string", "q is an array; send the text as a JSON string"),
+])
+def test_a_q_that_is_not_text_is_a_400_in_words_not_pydantics(url: str, path: str, q, error: str,
+                                                                hint: str) -> None:
+    r = httpx.post(f"{url}{path}", json={"q": q, "target": "en"})
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert set(body) == {"error", "hint"} and body["error"] == error, body
+    assert hint in body["hint"] and "Input should be" not in r.text
+
+
 @pytest.mark.parametrize("changes, fragment", [
     ({"n": "abc"}, "'n' must be an integer, not a string"),
     ({"n": 1.5}, "'n' must be an integer"),

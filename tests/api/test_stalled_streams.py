@@ -45,7 +45,7 @@ def test_a_stream_whose_client_stops_reading_is_cancelled_and_frees_its_work(fam
             deadline = time.monotonic() + WAIT_S
             admitted = 1
             while time.monotonic() < deadline:
-                admitted = httpx.get(f"{url}/health", timeout=5).json()["queue"]["admitted"]
+                admitted = httpx.get(f"{url}/health/details", timeout=5).json()["queue"]["admitted"]
                 if admitted == 0 and engine.calls:
                     break
                 time.sleep(0.2)
@@ -75,10 +75,11 @@ def test_a_stream_whose_client_hangs_up_before_its_first_event_gives_its_work_ba
         with socket.create_connection(("127.0.0.1", port)) as gone:
             gone.sendall(b"POST /translate/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            while httpx.get(f"{url}/health", timeout=5).json()["queue"]["admitted"] < 2 \
+            while httpx.get(f"{url}/health/details", timeout=5).json()["queue"]["admitted"] < 2 \
                     and time.monotonic() < deadline:
                 time.sleep(0.02)
-        while httpx.get(f"{url}/health", timeout=5).json()["queue"]["admitted"] > 1 and time.monotonic() < deadline:
+        while httpx.get(f"{url}/health/details", timeout=5).json()["queue"]["admitted"] > 1 \
+                and time.monotonic() < deadline:
             time.sleep(0.02)
         busy_still_running = engine.in_flight == 1
         busy.recv(65536)  # its answer: the engine is free again

@@ -46,7 +46,7 @@ def test_an_admitted_stream_still_starts_with_the_detected_language() -> None:
                           json={"q": "你好。", "source": "auto", "target": "en"}) as r:
             events = [line.split(":", 1)[1].strip() for line in r.iter_lines() if line.startswith("event:")]
             status = r.status_code
-        health = httpx.get(f"{url}/health").json()
+        health = httpx.get(f"{url}/health/details").json()
     assert status == 200
     assert events[0] == "detected" and events[-1] == "done" and "delta" in events
     assert health["queue"]["admitted"] == 0  # the ticket closed with the stream

@@ -55,7 +55,7 @@ def test_a_stream_whose_client_hangs_up_leaves_no_task_behind(family: str):
             while left and time.monotonic() < deadline:
                 time.sleep(0.1)
                 left = Counter(tasks_on(loop)) - before
-            admitted = httpx.get(f"{url}/health", timeout=5).json()["queue"]["admitted"]
+            admitted = httpx.get(f"{url}/health/details", timeout=5).json()["queue"]["admitted"]
         finally:
             engine.release()
     assert admitted == 0

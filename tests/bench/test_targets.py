@@ -45,7 +45,9 @@ def test_server_timing_is_parsed():
 
 def _mock_server(request: httpx.Request) -> httpx.Response:
     if request.url.path == "/health":
-        return httpx.Response(200, json={"ready": True, "model": "m", "engine": "fake"})
+        return httpx.Response(200, json={"status": "ok"})
+    if request.url.path == "/health/details":
+        return httpx.Response(200, json={"status": "ok", "ready": True, "model": "m", "engine": "fake"})
     body = json.loads(request.content)
     if body["q"] == "full":
         return httpx.Response(503, text="the service is at capacity")

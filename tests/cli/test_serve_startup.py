@@ -6,14 +6,19 @@ import io
 import json
 import logging
 import os
+import pty
+import re
+import select
 import socket
 import subprocess
 import sys
 import time
 
+import httpx
 import pytest
 
 from mtserve.logs import JsonFormatter, TextFormatter, configure_logging
+from tests.servers import free_port, real_server, stop_server
 
 
 def test_a_port_in_use_fails_at_once_in_one_line_before_the_model_loads(tmp_path):
@@ -84,3 +89,76 @@ def test_a_home_that_cannot_be_written_fails_at_once_in_one_line_naming_the_sett
     assert len(lines) == 1, done.stderr
     assert "MTSERVE_HOME" in lines[0] and "writ" in lines[0]
     assert "Traceback" not in done.stderr and "absent.gguf" not in done.stderr  # before the model is looked at
+
+
+def test_uvicorns_coloured_copy_of_a_message_and_terminal_escapes_never_reach_a_log_line():
+    record = _record(color_message="Started server process [\x1b[36m%d\x1b[0m]", note="\x1b[1mbold\x1b[0m")
+    record.msg = "Started server process [42]"
+    line = JsonFormatter().format(record)
+    parsed = json.loads(line)
+    assert "color_message" not in parsed and parsed["note"] == "bold"
+    assert "\x1b" not in line and "\\u001b" not in line
+    text = TextFormatter().format(record)
+    assert "color_message" not in text and text.count("Started server process [42]") == 1
+
+
+def test_a_plain_record_is_its_message_alone_on_a_terminal_and_json_otherwise():
+    record = _record(event="serving", plain=True, url="http://127.0.0.1:8000", seconds=3.2)
+    record.msg = "ready in 3.2 s: open http://127.0.0.1:8000"
+    assert TextFormatter().format(record) == "ready in 3.2 s: open http://127.0.0.1:8000"
+    parsed = json.loads(JsonFormatter().format(record))
+    assert parsed["msg"] == "ready in 3.2 s: open http://127.0.0.1:8000" and parsed["event"] == "serving"
+    assert parsed["url"] == "http://127.0.0.1:8000" and "plain" not in parsed
+
+
+READY = re.compile(r"ready in \d+\.\d s: open http://127\.0\.0\.1:(\d+)")
+QUICK_START = {"MTSERVE_WARM_STRICT": "", "MTSERVE_N_PARALLEL": "1"}  # no strict prompt to warm before ready
+
+
+@pytest.mark.model
+def test_on_a_terminal_the_log_is_plain_text_ending_in_where_to_open_it(model_path, tmp_path):
+    port = free_port()
+    env = {**os.environ, **QUICK_START, "MTSERVE_HOME": str(tmp_path), "MTSERVE_MODEL": str(model_path),
+           "MTSERVE_PORT": str(port), "MTSERVE_CACHE_SIZE": "0"}
+    env.pop("MTSERVE_LOG_FORMAT", None)
+    terminal, stderr = pty.openpty()  # stderr is a terminal: the default (auto) is text
+    proc = subprocess.Popen([sys.executable, "-m", "mtserve.cli", "serve"], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=stderr)
+    os.close(stderr)
+    shown = b""
+    try:
+        deadline = time.monotonic() + 180
+        while not READY.search(shown.decode(errors="replace")) and time.monotonic() < deadline:
+            if select.select([terminal], [], [], 1.0)[0]:
+                try:
+                    shown += os.read(terminal, 65536)
+                except OSError:  # the process closed its end
+                    break
+        text = shown.decode(errors="replace").replace("\r\n", "\n")
+        ready = READY.search(text)
+        assert ready, text
+        answer = httpx.post(f"http://127.0.0.1:{port}/translate", json={"q": "我喜欢猫。", "source": "zh",
+                                                                        "target": "en"}, timeout=60)
+    finally:
+        stop_server(proc)
+        os.close(terminal)
+    assert answer.status_code == 200 and "cat" in answer.json()["translatedText"].lower()  # it can translate
+    assert int(ready.group(1)) == port
+    lines = text.strip().splitlines()
+    assert f"ready in {ready.group(0).split('ready in ')[1]}" in lines  # a line of its own, nothing around it
+    assert lines[0].startswith("mtserve ") and "loading" in lines[0]
+    assert "\x1b" not in text and not any(line.startswith("{") for line in lines)
+
+
+@pytest.mark.model
+def test_off_a_terminal_every_line_is_json_without_escapes_and_one_says_it_is_ready(model_path):
+    with real_server(model_path, QUICK_START) as (url, proc):
+        deadline = time.monotonic() + 30
+        while "ready in" not in proc.log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        log = proc.log_path.read_text()
+    records = [json.loads(line) for line in log.splitlines() if line.strip()]  # every line parses
+    assert "\x1b" not in log and "\\u001b" not in log and not any("color_message" in r for r in records)
+    [ready] = [r for r in records if r.get("event") == "serving"]
+    assert READY.fullmatch(ready["msg"]) and ready["url"] == url and ready["seconds"] > 0
+    assert any(r["msg"].startswith("Started server process") for r in records)  # uvicorn's, without colour

@@ -248,7 +248,7 @@ def test_two_replicas_share_the_load_and_survive_losing_one(model_path):
         first = spread(url, 8, 0, errors)
         assert len(first) == 2, (first, server_log(proc))
         assert not errors, errors
-        assert httpx.get(f"{url}/health", timeout=10).json()["ready"] is True
+        assert httpx.get(f"{url}/health/details", timeout=10).json()["ready"] is True
 
         # kill one replica's process while requests are in flight: none is lost
         victim = replica_processes()[0]

@@ -57,12 +57,13 @@ def test_pairs_go_through_the_file_path_and_are_scored_joined(tmp_path):
     assert report.system["as"] == "subtitles (4 cues for 2 pairs)"
 
 
-def test_it_refuses_a_server_with_a_clear_message():
+def test_it_refuses_a_server_with_a_clear_message(tmp_path):
     with pytest.raises(TargetError, match="in process only"):
         FileTarget(HttpTarget("http://127.0.0.1:9"))
     result = mtserve("eval", "--dataset", "prose", "--as-subtitles", "--url", "http://127.0.0.1:9", "--limit", "1")
     assert result.returncode == 2 and "in process only" in result.stderr
-    result = mtserve("eval", "--dataset", "prose", "--as-wrapped-text", "4", "--limit", "1")
+    # an empty home, whose store has no model: the arguments are checked before a model is looked for
+    result = mtserve("eval", "--dataset", "prose", "--as-wrapped-text", "4", "--limit", "1", "--home", str(tmp_path))
     assert result.returncode == 2 and "at least 10 columns" in result.stderr
 
 

@@ -85,7 +85,7 @@ def wait_until_idle(url: str) -> float:
     """Seconds until no segment runs and no request is admitted (bounded by IDLE_WAIT_S)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < IDLE_WAIT_S:
-        queue = httpx.get(f"{url}/health", timeout=10).json()["queue"]
+        queue = httpx.get(f"{url}/health/details", timeout=10).json()["queue"]
         if metric_value(url, RUNNING) == 0 and queue["admitted"] == 0 and queue["segments_waiting"] == 0:
             return time.monotonic() - t0
         time.sleep(0.05)

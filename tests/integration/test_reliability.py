@@ -106,7 +106,7 @@ def test_sigterm_drains_in_flight_work_then_exits_zero(small_queue_server):
             request = asyncio.create_task(
                 client.post(f"{url}/translate", json={"q": text, "source": "zh", "target": "en"}))
             while True:  # until the server is working on it: admitted, its segments queued or decoding
-                queue = (await client.get(f"{url}/health")).json()["queue"]
+                queue = (await client.get(f"{url}/health/details")).json()["queue"]
                 if queue["admitted"] >= 1:
                     break
                 assert not request.done(), "the request ended before the server was seen working on it"

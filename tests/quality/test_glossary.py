@@ -263,7 +263,9 @@ def test_an_invalid_server_glossary_is_reported_on_health(tmp_path):
     bad.write_text("one column only\n", encoding="utf-8")
     with serve(ScriptedEngine(), home=tmp_path, glossary_file=bad) as url:
         health = httpx.get(f"{url}/health", timeout=10)
-    assert health.status_code == 503 and "bad.tsv:1" in health.json()["error"]
+        details = httpx.get(f"{url}/health/details", timeout=10)
+    assert health.status_code == 503 and health.json() == {"status": "error"}
+    assert details.status_code == 503 and "bad.tsv:1" in details.json()["error"]
 
 
 def test_qwen_uses_the_tuned_prompt_and_examples_only_for_the_pairs_tuned_on():
