@@ -57,6 +57,8 @@ class EvalReport:
     memory: dict = field(default_factory=dict)
     # pairs with an ``expect`` pattern (the reading the context asks for): {"n", "matched", "missed": [ids]}
     expected: dict = field(default_factory=dict)
+    # outputs that lack part of their source: {"n", "check": [ids], "dictionary": [ids]} (eval/runner.py)
+    dropped: dict = field(default_factory=dict)
 
     def to_dict(self, with_sentences: bool = True) -> dict:
         data = asdict(self)
@@ -93,6 +95,8 @@ class EvalReport:
                      f"guardrails' checks): {len(self.not_translations)}"
                      + (f" ({_kinds(self.not_translation_kinds)}: {', '.join(self.not_translations[:10])})"
                         if self.not_translations else ""))
+        if self.dropped:
+            lines.append(f"- part of the source with no counterpart in the output: {_dropped_line(self.dropped)}")
         if self.memory:
             lines.append(f"- translation memory: {_memory_line(self.memory)}")
         if self.expected:
@@ -124,6 +128,8 @@ class EvalReport:
             lines.append(f"tm: {_memory_line(self.memory)}")
         if self.not_translations:
             lines.append(f"not translations: {len(self.not_translations)} ({_kinds(self.not_translation_kinds)})")
+        if self.dropped:
+            lines.append(f"dropped content: {_dropped_line(self.dropped)}")
         return "\n".join(lines)
 
 
@@ -147,3 +153,14 @@ def _system_line(system: dict) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ⏎ ")
+
+
+def _dropped_line(dropped: dict) -> str:
+    n = max(1, dropped["n"])
+    line = (f"by the content check (numbers, Latin words) {len(dropped['check'])} of {dropped['n']} "
+            f"({100 * len(dropped['check']) / n:.1f}%)")
+    if dropped["dictionary"]:
+        line += (f"; by the dictionary, an upper bound (paraphrases count) {len(dropped['dictionary'])} "
+                 f"({100 * len(dropped['dictionary']) / n:.1f}%)")
+    examples = dropped["check"][:5] + [i for i in dropped["dictionary"] if i not in dropped["check"]][:5]
+    return line + (f": {', '.join(examples)}" if examples else "")

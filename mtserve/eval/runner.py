@@ -86,6 +86,7 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
     kinds = [_not_a_translation(p.source, h, evalset) for p, h in zip(evalset.pairs, hypotheses)]
     not_translations = [p.id for p, kind in zip(evalset.pairs, kinds) if kind]
     by_kind = {kind: kinds.count(kind) for kind in NOT_A_TRANSLATION if kind in kinds}
+    dropped = _dropped_content(evalset, hypotheses)
     expected = [(p, h) for p, h in zip(evalset.pairs, hypotheses) if p.expect]
     matched = {"n": len(expected), "matched": sum(bool(re.search(p.expect, h, re.IGNORECASE)) for p, h in expected),
                "missed": [p.id for p, h in expected if not re.search(p.expect, h, re.IGNORECASE)]} if expected else {}
@@ -99,7 +100,7 @@ def score(evalset: EvalSet, hypotheses: list[str], system: dict, elapsed_s: floa
         counters=counters or {}, sentences=sentences, steps=steps, failures=failures,
         not_translations=not_translations, not_translation_kinds=by_kind,
         memory=_memory_summary(scorer, sentences, memory) if "tm" in system else {},
-        expected=matched,
+        expected=matched, dropped=dropped,
     )
 
 
@@ -121,6 +122,26 @@ def _memory_summary(scorer: Scorer, sentences: list[SentenceResult], memory: lis
             scored = scorer.corpus([s.hypothesis for s in chosen], [s.reference for s in chosen])
             summary[name] = {"n": scored.n, "bleu": scored.bleu, "chrf": scored.chrf}
     return summary
+
+
+def _dropped_content(evalset: EvalSet, hypotheses: list[str]) -> dict:
+    """How many outputs lack part of their source: by the guardrails' content check (a number, or
+    a word in Latin letters of a CJK source, missing), and, Chinese into English, by the dictionary
+    (a content word of the source no word of the output translates by CC-CEDICT: an upper bound,
+    since a good paraphrase counts too). {"n", "check": [ids], "dictionary": [ids]}."""
+    from mtserve.service.guardrails import check
+    from mtserve.text import dictionary
+
+    by_check = []
+    by_dictionary = []
+    for pair, output in zip(evalset.pairs, hypotheses):
+        problem = check(pair.source, output, evalset.source_lang, evalset.target_lang)
+        if problem is not None and problem.kind == "content":
+            by_check.append(pair.id)
+        if evalset.source_lang in ("zh", "zt") and evalset.target_lang == "en" and output.strip() \
+                and dictionary.without_counterpart(pair.source, output):
+            by_dictionary.append(pair.id)
+    return {"n": len(hypotheses), "check": by_check, "dictionary": by_dictionary}
 
 
 NOT_A_TRANSLATION = ("answer", "refusal", "explanation")

@@ -129,3 +129,15 @@ def test_a_warm_up_that_fails_leaves_the_run_to_say_the_rest(tmp_path):
 
     report = asyncio.run(evaluate(evalset(), InProcessTarget(Settings(home=tmp_path), engine=FailingWarmUp(answer))))
     assert [s.hypothesis for s in report.sentences] == [ANSWERS[p.source] for p in PAIRS]
+
+
+def test_the_report_counts_outputs_that_lost_part_of_their_source():
+    """他在看书 -> "He reads." has no book (书) by the dictionary; 这个问题很难 -> "Cats are cute." has
+    neither 问题 nor 很难: both count, as an upper bound; a translation that keeps its words does not."""
+    hyps = [ANSWERS[p.source] for p in PAIRS]
+    report = score(evalset(), hyps, {"kind": "test"}, elapsed_s=2.0)
+    assert report.dropped["n"] == 5 and report.dropped["check"] == []
+    assert set(report.dropped["dictionary"]) >= {"e"} and "a" not in report.dropped["dictionary"]
+    assert "dropped content:" in report.summary()
+    numbers = EvalSet("n", "zh", "en", [replace(PAIRS[0], source="我有3只猫。")], "all", "")
+    assert score(numbers, ["I have cats."], {"kind": "test"}, elapsed_s=1.0).dropped["check"] == [PAIRS[0].id]
