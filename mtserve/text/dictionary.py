@@ -26,7 +26,9 @@ NOISE = {"to", "a", "an", "the", "of", "sb", "sth", "one", "be", "or", "and", "i
          "something", "particle", "abbr", "lit", "fig", "pr", "old", "cl", "classifier", "used", "by"}
 # Renderings a translation uses that CC-CEDICT's glosses lack, for words that name times of day:
 # "10 AM" is how 上午十点 is written in English, and no gloss of 上午 says "am".
-SUPPLEMENT = {"上午": ("a.m.", "am"), "下午": ("p.m.", "pm"), "中午": ("noon",), "晚上": ("p.m.", "pm")}
+# Likewise the software sense of 创建 ("create"), which its glosses ("to found; to establish") lack.
+SUPPLEMENT = {"上午": ("a.m.", "am"), "下午": ("p.m.", "pm"), "中午": ("noon",), "晚上": ("p.m.", "pm"),
+              "创建": ("to create",)}
 _ENTRY = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$")
 _PARENTHETICAL = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -121,7 +123,7 @@ def numbers_in(words: str) -> frozenset[str]:
     for tens, ten, ones in re.findall(r"([一二两三四五六七八九]?)(十?)([一二两三四五六七八九]?)", words):
         if ten:
             found.add(str(_CHINESE_DIGITS.get(tens, 1) * 10 + _CHINESE_DIGITS.get(ones, 0)))
-        elif tens or ones:
+        elif (tens or ones) and (tens or ones) != "一":  # 一 alone is mostly "a" (一个, 一下, 一起)
             found.add(str(_CHINESE_DIGITS[tens or ones]))
     months = {_MONTHS[int(n) - 1] for n in re.findall(r"(\d{1,2})月", words) if 1 <= int(n) <= 12}
     return frozenset(found | months | {SPELLED_NUMBERS[n] for n in found if n in SPELLED_NUMBERS})
