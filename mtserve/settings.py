@@ -495,7 +495,7 @@ class Settings(BaseSettings):
 
     @property
     def glossaries_db(self) -> Path:
-        """Named glossaries (``mtserve.service.glossary.GlossaryStore``)."""
+        """Named glossaries (``mtserve.service.glossary_store.GlossaryStore``)."""
         return self.home / "glossaries.sqlite3"
 
     @property

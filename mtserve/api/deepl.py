@@ -40,14 +40,13 @@ from mtserve.api.errors import ApiError
 from mtserve.api.fields import guidance_of, json_type, read_fields, shown, text_field
 from mtserve.api.keys import admit, key_id_of, runtime_of
 from mtserve.service.glossary import (
-    GlossaryInfo,
     GlossaryScope,
-    GlossaryStore,
     UnknownGlossary,
     format_entries,
     parse_entries,
     scope_for,
 )
+from mtserve.service.glossary_store import GlossaryInfo, GlossaryStore
 from mtserve.service.request import TranslationRequest
 from mtserve.service.translator import follows_formality
 from mtserve.settings import Settings
@@ -113,14 +112,19 @@ def to_deepl(code: str) -> str:
     return "ZH" if code == "zt" else code.upper()
 
 
+def creation_time(created: str) -> str:
+    """A stored ISO time as DeepL writes it; its clients parse it with fractional seconds."""
+    return datetime.fromisoformat(created).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def describe(glossary: GlossaryInfo) -> dict:
-    """DeepL's glossary shape; its clients parse creation_time with fractional seconds."""
-    created = datetime.fromisoformat(glossary.created)
+    """DeepL's v2 glossary shape: one language pair, a glossary's first dictionary (v2 knows no others)."""
+    first = glossary.dictionaries[0] if glossary.dictionaries else None
     return {"glossary_id": glossary.id, "name": glossary.name,
             "source_lang": to_deepl(glossary.source_lang).lower(),
             "target_lang": to_deepl(glossary.target_lang).lower(),
-            "creation_time": created.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
-            "entry_count": glossary.entry_count, "ready": True}
+            "creation_time": creation_time(glossary.created),
+            "entry_count": first.entry_count if first else 0, "ready": True}
 
 
 def glossary_store(request: Request) -> GlossaryStore:

@@ -39,6 +39,7 @@ from mtserve.service.glossary import (
     UnknownGlossary,
     UnusableGlossaryId,
 )
+from mtserve.service.glossary_store import UnknownDictionary
 from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
 from mtserve.service.scheduler import CallerBusy, DeadlineExceeded, QueueFull, SchedulerStopped
 from mtserve.service.tm import TMBusy, TMError, TMTooLarge
@@ -96,8 +97,8 @@ OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                       404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
 
 
-# The path prefixes each family but LibreTranslate's owns: DeepL's v2 API and its v3 (glossaries,
-# style rules), which mtserve does not serve but whose clients still parse DeepL's error shape.
+# The path prefixes each family but LibreTranslate's owns: DeepL's v2 API and its v3 (glossaries, style
+# rules, translation memories).
 FAMILY_PREFIXES = (("/v2", "deepl"), ("/v3", "deepl"), ("/v1", "openai"))
 
 
@@ -166,6 +167,7 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     # a route is about, not there: 404.
     (UnusableGlossaryId, ErrorStatus(404, family_status={"deepl": 400})),
     (UnknownGlossary, ErrorStatus(404)),
+    (UnknownDictionary, ErrorStatus(404)),  # a glossary without the language pair a route names
     (GlossaryForbidden, ErrorStatus(403)),
     (GlossaryTooLarge, ErrorStatus(413)),
     (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries

@@ -24,7 +24,7 @@ from mtserve.engines.factory import create_engine
 from mtserve.service.access import AccessControl, KeyStore
 from mtserve.service.batcher import batcher_for
 from mtserve.service.cache import TranslationCache
-from mtserve.service.glossary import GlossaryStore
+from mtserve.service.glossary_store import GlossaryStore
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Scheduler
 from mtserve.service.tm import TranslationMemory

@@ -33,13 +33,13 @@ from mtserve.service.finishing import Finisher, account
 from mtserve.service.glossary import (
     GlossaryFile,
     GlossaryScope,
-    GlossaryStore,
     UnknownGlossary,
     UnusableGlossaryId,
     matching_entries,
     merge,
     scope_for,
 )
+from mtserve.service.glossary_store import GlossaryStore
 from mtserve.service.job import SegmentOutcome
 from mtserve.service.markup_keeping import MarkupKeeper
 from mtserve.service.metrics import Metrics

@@ -1,0 +1,207 @@
+"""DeepL's v3 API (``/v3/...``): multilingual glossaries, in the shapes deepl-python's ``DeepLClient`` reads.
+
+A glossary holds dictionaries, one per language pair (``POST /v3/glossaries`` with
+``dictionaries: [{source_lang, target_lang, entries, entries_format}]``). It can be renamed and a
+dictionary merged into it (``PATCH``: its entries added, those of a term it has replaced), one
+replaced or added (``PUT .../dictionaries``) or removed (``DELETE .../dictionaries?source_lang=&target_lang=``).
+The store is the one v2's ``/v2/glossaries`` and ``mtserve glossary`` use: a v2 glossary is a v3
+glossary of one dictionary, and ``glossary_id`` on ``/v2/translate`` and ``/v2/document`` uses the
+dictionary of the request's pair. Ownership is v2's: with keys on, a key changes and deletes its own
+glossaries, uses the operator's, and another key's are not there for it (404).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from mtserve.api.deepl import (
+    check_key,
+    creation_time,
+    fields_of,
+    glossary_scope,
+    glossary_store,
+    to_deepl,
+    to_mtserve,
+)
+from mtserve.api.errors import ApiError
+from mtserve.api.fields import text_field
+from mtserve.api.keys import runtime_of
+from mtserve.service.glossary import format_entries, parse_entries
+from mtserve.service.glossary_store import Caps, Dictionary, DictionaryInfo, GlossaryInfo
+from mtserve.settings import Settings
+
+router = APIRouter(prefix="/v3", tags=["DeepL API v3"])
+
+
+# --- shapes ---------------------------------------------------------------------------------------
+def describe_dictionary(dictionary: DictionaryInfo) -> dict:
+    return {"source_lang": to_deepl(dictionary.source_lang).lower(),
+            "target_lang": to_deepl(dictionary.target_lang).lower(), "entry_count": dictionary.entry_count}
+
+
+def describe_glossary(glossary: GlossaryInfo) -> dict:
+    return {"glossary_id": glossary.id, "name": glossary.name,
+            "dictionaries": [describe_dictionary(d) for d in glossary.dictionaries],
+            "creation_time": creation_time(glossary.created)}
+
+
+def caps_of(settings: Settings) -> Caps:
+    return Caps(owned=settings.glossaries_per_key, entries=settings.glossary_max_entries,
+                bytes=settings.glossary_bytes_per_key)
+
+
+def pair_of(request: Request, fields: dict[str, Any]) -> tuple[str, str]:
+    """The ``source_lang`` and ``target_lang`` a route names, as mtserve's codes."""
+    supported = runtime_of(request).model.languages
+    codes = []
+    for name in ("source_lang", "target_lang"):
+        value = text_field(fields, name)
+        if not value:
+            raise ApiError(400, f"Missing parameter '{name}'")
+        codes.append(to_mtserve(value, name, supported))
+    return codes[0], codes[1]
+
+
+@dataclass(frozen=True)
+class SentDictionary:
+    """One dictionary as a request sends it: its pair, and its entries as text until parsed."""
+
+    source_lang: str
+    target_lang: str
+    entries: str
+    entries_format: str
+
+    def parsed(self, max_entries: int) -> Dictionary:
+        """Its entries read (blocking: a 10,000-line TSV takes time, so routes call it in a worker thread)."""
+        return Dictionary(self.source_lang, self.target_lang,
+                          parse_entries(self.entries, self.entries_format, max_entries=max_entries))
+
+
+def dictionary_of(request: Request, raw: Any, where: str) -> SentDictionary:
+    """One dictionary of a request, checked: its languages, and entries in some format."""
+    if not isinstance(raw, dict):
+        raise ApiError(400, f"{where} must be an object with source_lang, target_lang, entries and entries_format")
+    source, target = pair_of(request, raw)
+    entries = raw.get("entries")
+    if not isinstance(entries, str) or not entries:
+        raise ApiError(400, f"Missing parameter 'entries' in {where}: the entries as TSV or CSV text")
+    return SentDictionary(source, target, entries, (text_field(raw, "entries_format") or "tsv").lower())
+
+
+# --- glossaries -----------------------------------------------------------------------------------
+@router.post("/glossaries", status_code=201)
+async def create_glossary(request: Request):
+    """A glossary of one or more dictionaries, owned by the caller's key (the operator's while keys are off)."""
+    settings: Settings = request.app.state.settings
+    check_key(request)  # the key is in a header: checked before the body is read
+    fields = await fields_of(request)
+    name = fields.get("name")
+    if not name or not isinstance(name, str):
+        raise ApiError(400, "Missing parameter 'name'" if not name else "Parameter 'name' must be a string")
+    raw = fields.get("dictionaries")
+    if not isinstance(raw, list) or not raw:
+        raise ApiError(400, "Missing parameter 'dictionaries': a list of {source_lang, target_lang, entries, "
+                            "entries_format}")
+    scope = glossary_scope(request)
+    scope.owner_of_new()  # a caller without a key is refused before its entries are parsed
+    dictionaries = [dictionary_of(request, d, f"dictionaries[{i}]") for i, d in enumerate(raw)]
+    store = glossary_store(request)
+
+    def create() -> GlossaryInfo:
+        parsed = [d.parsed(settings.glossary_max_entries) for d in dictionaries]
+        return store.create_multilingual(name, parsed, scope=scope, caps=caps_of(settings))
+
+    return JSONResponse(describe_glossary(await asyncio.to_thread(create)), status_code=201)
+
+
+@router.get("/glossaries")
+async def list_glossaries(request: Request):
+    """The caller's glossaries and the operator's: each dictionary's pair and entry count, no entries."""
+    check_key(request)
+    found = await asyncio.to_thread(glossary_store(request).list, glossary_scope(request))
+    return {"glossaries": [describe_glossary(g) for g in found]}
+
+
+@router.get("/glossaries/{glossary_id}")
+async def get_glossary(request: Request, glossary_id: str):
+    check_key(request)
+    return describe_glossary(await asyncio.to_thread(glossary_store(request).info, glossary_id,
+                                                     glossary_scope(request)))
+
+
+@router.get("/glossaries/{glossary_id}/entries")
+async def glossary_entries(request: Request, glossary_id: str):
+    """The entries of one dictionary, as TSV inside JSON (one ``term<TAB>translation`` line each)."""
+    check_key(request)
+    source, target = pair_of(request, await fields_of(request))
+    entries = await asyncio.to_thread(glossary_store(request).dictionary_entries, glossary_id, source, target,
+                                      glossary_scope(request))
+    text = format_entries(entries, "tsv").removesuffix("\n")  # DeepL's TSV has no newline after the last
+    return {"dictionaries": [{"source_lang": to_deepl(source).lower(), "target_lang": to_deepl(target).lower(),
+                              "entries": text, "entries_format": "tsv"}]}
+
+
+@router.patch("/glossaries/{glossary_id}")
+async def edit_glossary(request: Request, glossary_id: str):
+    """Rename a glossary (``name``) and/or merge one dictionary into it (``dictionaries``: 0 or 1, as DeepL)."""
+    settings: Settings = request.app.state.settings
+    check_key(request)
+    fields = await fields_of(request)
+    name = fields.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ApiError(400, "Parameter 'name' must be a non-empty string")
+    raw = fields.get("dictionaries") or []
+    if not isinstance(raw, list) or len(raw) > 1:
+        raise ApiError(400, "Parameter 'dictionaries' takes at most one dictionary per request")
+    if name is None and not raw:
+        raise ApiError(400, "Send a new 'name', a dictionary in 'dictionaries' to merge, or both")
+    merging = [dictionary_of(request, d, "dictionaries[0]") for d in raw]
+    store, scope = glossary_store(request), glossary_scope(request)
+
+    def edit() -> GlossaryInfo:
+        merge = merging[0].parsed(settings.glossary_max_entries) if merging else None
+        return store.edit(glossary_id, name=name, merge=merge, scope=scope, caps=caps_of(settings))
+
+    return describe_glossary(await asyncio.to_thread(edit))
+
+
+@router.put("/glossaries/{glossary_id}/dictionaries")
+async def replace_dictionary(request: Request, glossary_id: str):
+    """Replace the entries of one dictionary (or add it, if the glossary has none for the pair)."""
+    settings: Settings = request.app.state.settings
+    check_key(request)
+    dictionary = dictionary_of(request, await fields_of(request), "the dictionary")
+    store, scope = glossary_store(request), glossary_scope(request)
+
+    def replace() -> GlossaryInfo:
+        return store.edit(glossary_id, replace=dictionary.parsed(settings.glossary_max_entries), scope=scope,
+                          caps=caps_of(settings))
+
+    glossary = await asyncio.to_thread(replace)
+    replaced = glossary.dictionary(dictionary.source_lang, dictionary.target_lang)
+    assert replaced is not None  # the edit wrote it
+    return describe_dictionary(replaced)
+
+
+@router.delete("/glossaries/{glossary_id}/dictionaries", status_code=204)
+async def delete_dictionary(request: Request, glossary_id: str):
+    check_key(request)
+    source, target = pair_of(request, await fields_of(request))
+    await asyncio.to_thread(glossary_store(request).delete_dictionary, glossary_id, source, target,
+                            glossary_scope(request))
+    return Response(status_code=204)
+
+
+@router.delete("/glossaries/{glossary_id}", status_code=204)
+async def delete_glossary(request: Request, glossary_id: str):
+    """Delete one of the caller's own glossaries; the operator's are 403, another key's 404."""
+    check_key(request)
+    deleted = await asyncio.to_thread(glossary_store(request).delete, glossary_id, glossary_scope(request))
+    if not deleted:
+        raise ApiError(404, f"Glossary not found: {glossary_id}")
+    return Response(status_code=204)
