@@ -9,7 +9,8 @@ mtserve's glossary store.
 ``context`` (text that informs the translation; neither translated nor billed),
 ``custom_instructions`` (up to 10 of up to 300 characters, DeepL's bounds) and
 ``formality`` reach an LLM engine's prompt (``mtserve.engines.prompts``), and
-key the cache. ``supports_formality`` in ``/v2/languages`` is true where the
+key the cache; ``style_id`` names a stored style rule (``/v3/style_rules``) whose custom
+instructions go before the request's own. ``supports_formality`` in ``/v2/languages`` is true where the
 engine is prompted and the target is one DeepL offers formality for (German
 Sie/du, French vous/tu...; ``FORMALITY_TARGETS``); elsewhere, and always on a
 seq2seq engine, which has no prompt, ``formality=more|less`` is a 400 and
@@ -205,12 +206,14 @@ async def translate(request: Request):
     fmt = tag_handling if tag_handling in ("html", "xml") else "text"
     tags = tag_handling_of(fields, fmt) if fmt != "text" else None
     glossary_id = text_field(fields, "glossary_id") or None
+    style_id = text_field(fields, "style_id") or None
     if glossary_id and source == "auto":
         raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
     check_split_sentences(fields.get("split_sentences"))
     served_by = model_type_used(fields, runtime_of(request).model.prompted)
     results, _ = await run_call(request, TranslationRequest(
-        texts, target, source=source, format=fmt, tags=tags, glossary_id=glossary_id, guidance=guidance))
+        texts, target, source=source, format=fmt, tags=tags, glossary_id=glossary_id, style_id=style_id,
+        guidance=guidance))
     runtime_of(request).usage_chars += chars
     translations = [{"detected_source_language": to_deepl(r.source), "text": r.text, "billed_characters": len(t)}
                     for r, t in zip(results, texts)]

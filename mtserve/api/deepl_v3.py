@@ -1,4 +1,5 @@
-"""DeepL's v3 API (``/v3/...``): multilingual glossaries, in the shapes deepl-python's ``DeepLClient`` reads.
+"""DeepL's v3 API (``/v3/...``): multilingual glossaries and style rules, in the shapes deepl-python's
+``DeepLClient`` reads.
 
 A glossary holds dictionaries, one per language pair (``POST /v3/glossaries`` with
 ``dictionaries: [{source_lang, target_lang, entries, entries_format}]``). It can be renamed and a
@@ -8,6 +9,11 @@ The store is the one v2's ``/v2/glossaries`` and ``mtserve glossary`` use: a v2 
 glossary of one dictionary, and ``glossary_id`` on ``/v2/translate`` and ``/v2/document`` uses the
 dictionary of the request's pair. Ownership is v2's: with keys on, a key changes and deletes its own
 glossaries, uses the operator's, and another key's are not there for it (404).
+
+Style rules (``/v3/style_rules``: create, list, get, rename, configured rules, custom instructions,
+delete) are lists of custom instructions for one target language, owned as glossaries are; a
+``style_id`` on ``/v2/translate`` puts its instructions before the request's ``custom_instructions``
+(``mtserve.service.style_rules``).
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ from mtserve.api.deepl import (
     to_mtserve,
 )
 from mtserve.api.errors import ApiError
-from mtserve.api.fields import text_field
+from mtserve.api.fields import int_field, text_field
 from mtserve.api.keys import runtime_of
 from mtserve.service.glossary import format_entries, parse_entries
 from mtserve.service.glossary_store import Caps, Dictionary, DictionaryInfo, GlossaryInfo
+from mtserve.service.style_rules import CustomInstruction, NewInstruction, StyleRule, StyleRuleStore
 from mtserve.settings import Settings
 
 router = APIRouter(prefix="/v3", tags=["DeepL API v3"])
@@ -204,4 +211,142 @@ async def delete_glossary(request: Request, glossary_id: str):
     deleted = await asyncio.to_thread(glossary_store(request).delete, glossary_id, glossary_scope(request))
     if not deleted:
         raise ApiError(404, f"Glossary not found: {glossary_id}")
+    return Response(status_code=204)
+
+
+# --- style rules ----------------------------------------------------------------------------------
+def style_rules_of(request: Request) -> StyleRuleStore:
+    return runtime_of(request).style_rules
+
+
+def describe_instruction(instruction: CustomInstruction) -> dict:
+    out = {"id": instruction.id, "label": instruction.label, "prompt": instruction.prompt}
+    if instruction.source_language:
+        out["source_language"] = to_deepl(instruction.source_language).lower()
+    return out
+
+
+def describe_style_rule(rule: StyleRule, detailed: bool = True) -> dict:
+    """DeepL's style rule list: its rules and instructions only when ``detailed`` (a listing asks)."""
+    out: dict[str, Any] = {"style_id": rule.id, "name": rule.name, "creation_time": creation_time(rule.created),
+                           "updated_time": creation_time(rule.updated), "language": to_deepl(rule.language).lower(),
+                           "version": rule.version}
+    if detailed:
+        out["configured_rules"] = rule.configured_rules
+        out["custom_instructions"] = [describe_instruction(i) for i in rule.custom_instructions]
+    return out
+
+
+def instruction_of(request: Request, raw: Any, where: str = "the custom instruction") -> NewInstruction:
+    if not isinstance(raw, dict):
+        raise ApiError(400, f"{where} must be an object with label, prompt and optional source_language")
+    source = text_field(raw, "source_language")
+    code = to_mtserve(source, "source_language", runtime_of(request).model.languages) if source else None
+    return NewInstruction(raw.get("label"), raw.get("prompt"), code)  # type: ignore[arg-type]  # the store checks them
+
+
+def page_of(fields: dict[str, Any], items: list, most: int) -> list:
+    """DeepL's ``page`` (from 0) and ``page_size`` (at most ``most``); without them, every item."""
+    if fields.get("page") is None and fields.get("page_size") is None:
+        return items
+    page, size = int_field(fields, "page", 0), int_field(fields, "page_size", most)
+    if page < 0 or not 1 <= size <= most:
+        raise ApiError(400, f"'page' must be 0 or more and 'page_size' between 1 and {most}")
+    return items[page * size:(page + 1) * size]
+
+
+@router.get("/style_rules")
+async def list_style_rules(request: Request):
+    """The caller's style rules (``detailed=true``: with their rules and instructions)."""
+    check_key(request)
+    fields = await fields_of(request)
+    detailed = str(fields.get("detailed", "false")).lower() in ("true", "1")
+    found = await asyncio.to_thread(style_rules_of(request).list, glossary_scope(request))
+    return {"style_rules": [describe_style_rule(r, detailed) for r in page_of(fields, found, 100)]}
+
+
+@router.post("/style_rules")
+async def create_style_rule(request: Request):
+    """A rule list for one target ``language``, with ``configured_rules`` and ``custom_instructions``."""
+    settings: Settings = request.app.state.settings
+    check_key(request)
+    fields = await fields_of(request)
+    language = text_field(fields, "language")
+    if not language:
+        raise ApiError(400, "Missing parameter 'language'")
+    target = to_mtserve(language, "language", runtime_of(request).model.languages)
+    raw = fields.get("custom_instructions") or []
+    if not isinstance(raw, list):
+        raise ApiError(400, "Parameter 'custom_instructions' must be a list of {label, prompt, source_language}")
+    instructions = [instruction_of(request, r, f"custom_instructions[{i}]") for i, r in enumerate(raw)]
+    rule = await asyncio.to_thread(style_rules_of(request).create, fields.get("name"), target,
+                                   fields.get("configured_rules"), instructions, scope=glossary_scope(request),
+                                   max_owned=settings.style_rules_per_key)
+    return describe_style_rule(rule)
+
+
+@router.get("/style_rules/{style_id}")
+async def get_style_rule(request: Request, style_id: str):
+    check_key(request)
+    return describe_style_rule(await asyncio.to_thread(style_rules_of(request).get, style_id,
+                                                       glossary_scope(request)))
+
+
+@router.patch("/style_rules/{style_id}")
+async def rename_style_rule(request: Request, style_id: str):
+    check_key(request)
+    fields = await fields_of(request)
+    rule = await asyncio.to_thread(style_rules_of(request).rename, style_id, fields.get("name"),
+                                   glossary_scope(request))
+    return describe_style_rule(rule)
+
+
+@router.put("/style_rules/{style_id}/configured_rules")
+async def set_configured_rules(request: Request, style_id: str):
+    """Replace the configured rules (the body is the rules object); kept and given back, applied to nothing."""
+    check_key(request)
+    rules = await fields_of(request)
+    rule = await asyncio.to_thread(style_rules_of(request).set_configured_rules, style_id, rules,
+                                   glossary_scope(request))
+    return describe_style_rule(rule)
+
+
+@router.delete("/style_rules/{style_id}", status_code=204)
+async def delete_style_rule(request: Request, style_id: str):
+    check_key(request)
+    await asyncio.to_thread(style_rules_of(request).delete, style_id, glossary_scope(request))
+    return Response(status_code=204)
+
+
+@router.post("/style_rules/{style_id}/custom_instructions")
+async def add_custom_instruction(request: Request, style_id: str):
+    check_key(request)
+    instruction = instruction_of(request, await fields_of(request))
+    added = await asyncio.to_thread(style_rules_of(request).add_instruction, style_id, instruction,
+                                    glossary_scope(request))
+    return describe_instruction(added)
+
+
+@router.get("/style_rules/{style_id}/custom_instructions/{instruction_id}")
+async def get_custom_instruction(request: Request, style_id: str, instruction_id: str):
+    check_key(request)
+    found = await asyncio.to_thread(style_rules_of(request).instruction, style_id, instruction_id,
+                                    glossary_scope(request))
+    return describe_instruction(found)
+
+
+@router.put("/style_rules/{style_id}/custom_instructions/{instruction_id}")
+async def update_custom_instruction(request: Request, style_id: str, instruction_id: str):
+    check_key(request)
+    instruction = instruction_of(request, await fields_of(request))
+    updated = await asyncio.to_thread(style_rules_of(request).update_instruction, style_id, instruction_id,
+                                      instruction, glossary_scope(request))
+    return describe_instruction(updated)
+
+
+@router.delete("/style_rules/{style_id}/custom_instructions/{instruction_id}", status_code=204)
+async def delete_custom_instruction(request: Request, style_id: str, instruction_id: str):
+    check_key(request)
+    await asyncio.to_thread(style_rules_of(request).delete_instruction, style_id, instruction_id,
+                            glossary_scope(request))
     return Response(status_code=204)

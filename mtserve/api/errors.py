@@ -42,6 +42,7 @@ from mtserve.service.glossary import (
 from mtserve.service.glossary_store import UnknownDictionary
 from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
 from mtserve.service.scheduler import CallerBusy, DeadlineExceeded, QueueFull, SchedulerStopped
+from mtserve.service.style_rules import StyleRuleError, StyleRuleForbidden, UnknownStyleRule
 from mtserve.service.tm import TMBusy, TMError, TMTooLarge
 from mtserve.service.tm_access import TMForbidden, UnknownEntry
 from mtserve.text.languages import language_name
@@ -171,6 +172,9 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (GlossaryForbidden, ErrorStatus(403)),
     (GlossaryTooLarge, ErrorStatus(413)),
     (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries
+    (UnknownStyleRule, ErrorStatus(404)),  # a style_id (on /v2/translate too, as DeepL) or rule list not there
+    (StyleRuleForbidden, ErrorStatus(403)),
+    (StyleRuleError, ErrorStatus(400)),  # a style rule for another target language, bad fields
     # LibreTranslate answers a missing key with 400 and a wrong one with 403 (its app.py and
     # test_api_keys.py); OpenAI answers both with 401; DeepL both with 403.
     (KeyRequired, ErrorStatus(403, family_status={"openai": 401, "libretranslate": 400})),

@@ -29,7 +29,9 @@ class TranslationRequest:
 
     ``glossary`` ({term: translation}) adds to the server-wide glossary; ``glossary_id`` names a
     stored glossary, which the service resolves for the caller ``key_id`` (None: no key) and puts
-    between the two. ``guidance`` holds the context, instructions and formality: ``more``/``less``
+    between the two. ``style_id`` names a stored style rule for the target, whose custom
+    instructions the service puts before the request's own. ``guidance`` holds the context,
+    instructions and formality: ``more``/``less``
     must be followed (a target that marks no formality is refused), ``prefer_more``/``prefer_less``
     are followed where the target marks it. ``tags`` says how "html" and "xml" markup splits text.
     ``memory=False`` leaves the translation memory out. ``one_source`` detects an "auto" source
@@ -45,6 +47,7 @@ class TranslationRequest:
     tags: TagHandling | None = None
     glossary: Mapping[str, str] | None = None
     glossary_id: str | None = None
+    style_id: str | None = None
     guidance: Guidance = NO_GUIDANCE
     memory: bool = True
     alternatives: int = 0
