@@ -10,7 +10,10 @@ mtserve's glossary store.
 ``custom_instructions`` (up to 10 of up to 300 characters, DeepL's bounds) and
 ``formality`` reach an LLM engine's prompt (``mtserve.engines.prompts``), and
 key the cache; ``style_id`` names a stored style rule (``/v3/style_rules``) whose custom
-instructions go before the request's own. ``supports_formality`` in ``/v2/languages`` is true where the
+instructions go before the request's own; ``translation_memory_id`` (one of the caller's views
+of the TM, ``/v3/translation_memories``) and ``translation_memory_threshold`` (the least similarity
+of the TM entries the engine is shown as examples) choose how the TM, which serves every request,
+serves this one. ``supports_formality`` in ``/v2/languages`` is true where the
 engine is prompted and the target is one DeepL offers formality for (German
 Sie/du, French vous/tu...; ``FORMALITY_TARGETS``); elsewhere, and always on a
 seq2seq engine, which has no prompt, ``formality=more|less`` is a 400 and
@@ -168,6 +171,30 @@ def tag_handling_of(fields: dict[str, Any], kind: str) -> TagHandling:
                        outline_detection=spelled in ("1", "true"))
 
 
+async def memory_threshold_of(request: Request, fields: dict[str, Any], source: str) -> float | None:
+    """DeepL's ``translation_memory_id`` checked against the caller's views of the TM (GET
+    /v3/translation_memories), and its ``translation_memory_threshold`` (0-100): the least similarity of
+    the entries the engine is shown as examples, None for the server's own. mtserve's TM serves every
+    request; the id says which part a client chose, and must be the caller's own and from its source."""
+    memory_id = text_field(fields, "translation_memory_id")
+    threshold = fields.get("translation_memory_threshold")
+    if not memory_id:
+        if threshold is not None:
+            raise ApiError(400, "'translation_memory_threshold' requires 'translation_memory_id'")
+        return None
+    view = await asyncio.to_thread(runtime_of(request).memory_access.view, key_id_of(request), memory_id)
+    if source not in ("auto", view.source_lang):
+        raise ApiError(400, f"Translation memory {memory_id} holds {to_deepl(view.source_lang)} sources, "
+                            f"but 'source_lang' is {to_deepl(source)}")
+    if threshold is None:
+        return None
+    spelled = str(threshold) if isinstance(threshold, (int, str)) and not isinstance(threshold, bool) else ""
+    if not spelled.strip().isdigit() or not 0 <= int(spelled) <= 100:
+        raise ApiError(400, f"Value for 'translation_memory_threshold' not supported: {shown(threshold)}; "
+                            "use a whole number from 0 to 100")
+    return float(spelled)
+
+
 def check_key(request: Request) -> None:
     admit(request, None)  # the key travels in Authorization: DeepL-Auth-Key
 
@@ -211,9 +238,10 @@ async def translate(request: Request):
         raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
     check_split_sentences(fields.get("split_sentences"))
     served_by = model_type_used(fields, runtime_of(request).model.prompted)
+    threshold = await memory_threshold_of(request, fields, source)
     results, _ = await run_call(request, TranslationRequest(
         texts, target, source=source, format=fmt, tags=tags, glossary_id=glossary_id, style_id=style_id,
-        guidance=guidance))
+        guidance=guidance, memory_threshold=threshold))
     runtime_of(request).usage_chars += chars
     translations = [{"detected_source_language": to_deepl(r.source), "text": r.text, "billed_characters": len(t)}
                     for r, t in zip(results, texts)]

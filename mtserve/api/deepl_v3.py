@@ -1,5 +1,5 @@
-"""DeepL's v3 API (``/v3/...``): multilingual glossaries and style rules, in the shapes deepl-python's
-``DeepLClient`` reads.
+"""DeepL's v3 API (``/v3/...``): multilingual glossaries, style rules and translation memories, in the
+shapes deepl-python's ``DeepLClient`` reads.
 
 A glossary holds dictionaries, one per language pair (``POST /v3/glossaries`` with
 ``dictionaries: [{source_lang, target_lang, entries, entries_format}]``). It can be renamed and a
@@ -14,6 +14,9 @@ Style rules (``/v3/style_rules``: create, list, get, rename, configured rules, c
 delete) are lists of custom instructions for one target language, owned as glossaries are; a
 ``style_id`` on ``/v2/translate`` puts its instructions before the request's ``custom_instructions``
 (``mtserve.service.style_rules``).
+
+Translation memories (``GET /v3/translation_memories``) list mtserve's own TM (``/tm``) as DeepL lists
+its memories, one per source language (``mtserve.service.tm_access.MemoryView``).
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ from mtserve.api.deepl import (
 )
 from mtserve.api.errors import ApiError
 from mtserve.api.fields import int_field, text_field
-from mtserve.api.keys import runtime_of
+from mtserve.api.keys import key_id_of, runtime_of
 from mtserve.service.glossary import format_entries, parse_entries
 from mtserve.service.glossary_store import Caps, Dictionary, DictionaryInfo, GlossaryInfo
 from mtserve.service.style_rules import CustomInstruction, NewInstruction, StyleRule, StyleRuleStore
+from mtserve.service.tm_access import MemoryView
 from mtserve.settings import Settings
 
 router = APIRouter(prefix="/v3", tags=["DeepL API v3"])
@@ -350,3 +354,23 @@ async def delete_custom_instruction(request: Request, style_id: str, instruction
     await asyncio.to_thread(style_rules_of(request).delete_instruction, style_id, instruction_id,
                             glossary_scope(request))
     return Response(status_code=204)
+
+
+# --- translation memories -------------------------------------------------------------------------
+def describe_memory(view: MemoryView) -> dict:
+    source = to_deepl(view.source_lang).lower()
+    return {"translation_memory_id": view.id, "name": f"mtserve translation memory ({source})",
+            "source_language": source, "target_languages": [to_deepl(t).lower() for t in view.target_langs],
+            "segment_count": view.entries}
+
+
+@router.get("/translation_memories")
+async def list_translation_memories(request: Request):
+    """The caller's translation memory as DeepL lists its memories: one per source language, each the
+    entries the caller's translations from it use (its own and the operator's). A view of mtserve's
+    TM (``/tm``), not a second store; its id goes in /v2/translate's ``translation_memory_id``."""
+    check_key(request)
+    fields = await fields_of(request)
+    views = await asyncio.to_thread(runtime_of(request).memory_access.views, key_id_of(request))
+    return {"translation_memories": [describe_memory(v) for v in page_of(fields, views, 25)],
+            "total_count": len(views)}

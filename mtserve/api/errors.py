@@ -44,7 +44,7 @@ from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
 from mtserve.service.scheduler import CallerBusy, DeadlineExceeded, QueueFull, SchedulerStopped
 from mtserve.service.style_rules import StyleRuleError, StyleRuleForbidden, UnknownStyleRule
 from mtserve.service.tm import TMBusy, TMError, TMTooLarge
-from mtserve.service.tm_access import TMForbidden, UnknownEntry
+from mtserve.service.tm_access import TMForbidden, UnknownEntry, UnknownMemory
 from mtserve.text.languages import language_name
 
 log = logging.getLogger(__name__)
@@ -183,6 +183,7 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (QuotaExceeded, ErrorStatus(429, family_status={"deepl": 456})),  # DeepL: "Quota exceeded"
     (RateLimited, ErrorStatus(429, _retry_after(lambda exc: exc.retry_after_s))),
     (UnknownEntry, ErrorStatus(404)),
+    (UnknownMemory, ErrorStatus(404)),  # a translation_memory_id that is none of the caller's views
     (TMForbidden, ErrorStatus(403)),  # another key's entries, a cap, suggestions off
     (TMTooLarge, ErrorStatus(413)),  # a file past the parse limits
     (TMBusy, ErrorStatus(503, lambda exc: {"Retry-After": "5"})),

@@ -34,8 +34,10 @@ class TranslationRequest:
     instructions and formality: ``more``/``less``
     must be followed (a target that marks no formality is refused), ``prefer_more``/``prefer_less``
     are followed where the target marks it. ``tags`` says how "html" and "xml" markup splits text.
-    ``memory=False`` leaves the translation memory out. ``one_source`` detects an "auto" source
-    once over all the texts together (short blocks of one document say little alone).
+    ``memory=False`` leaves the translation memory out; ``memory_threshold`` (0-100) is the least
+    similarity of the entries shown to the engine as examples (None: the server's). ``one_source``
+    detects an "auto" source once over all the texts together (short blocks of one document say
+    little alone).
     ``deadline_s`` None is the server's deadline. ``caller`` is whom the request counts against for
     a fair share of admission (max_queue_per_caller): an API key, or a client's network; None: none.
     """
@@ -50,6 +52,7 @@ class TranslationRequest:
     style_id: str | None = None
     guidance: Guidance = NO_GUIDANCE
     memory: bool = True
+    memory_threshold: float | None = None
     alternatives: int = 0
     deadline_s: float | None = None
     priority: Priority = Priority.INTERACTIVE

@@ -322,6 +322,7 @@ class TranslationService:
         glossary = dict(request.glossary) if request.glossary else None
         return TextOptions(source=source, target=request.target, fmt=request.format, glossary=glossary,
                            tags=request.tags, key_id=request.key_id, memory=request.memory,
+                           memory_threshold=request.memory_threshold,
                            guidance=request.guidance)
 
     async def _admitted(self, request: TranslationRequest) -> tuple[TranslationRequest, list[str],
