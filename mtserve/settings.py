@@ -249,6 +249,10 @@ class Settings(BaseSettings):
         1_000, description="Most entries in a request's own glossary object (/translate, /translate/stream, "
         "/translate_file, /jobs); more get 413 (0 = no cap)."
     )
+    style_rules_per_key: int = Field(
+        100, ge=0, description="Most style rules (DeepL's POST /v3/style_rules) one API key may own (with "
+        "api_keys off: that the API may create in all); more get 403 (0 = no cap)."
+    )
     context_max_chars: int = Field(
         1_000, ge=0, description="Longest `context` a request may send (DeepL's field, also on /translate, "
         "/translate_file and /v1); every segment's prompt carries it, so it costs prompt tokens per "
@@ -495,8 +499,13 @@ class Settings(BaseSettings):
 
     @property
     def glossaries_db(self) -> Path:
-        """Named glossaries (``mtserve.service.glossary.GlossaryStore``)."""
+        """Named glossaries (``mtserve.service.glossary_store.GlossaryStore``)."""
         return self.home / "glossaries.sqlite3"
+
+    @property
+    def style_rules_db(self) -> Path:
+        """Style rules (``mtserve.service.style_rules.StyleRuleStore``)."""
+        return self.home / "style_rules.sqlite3"
 
     @property
     def tm_db(self) -> Path:

@@ -16,6 +16,7 @@ from fastapi_offline import FastAPIOffline
 from mtserve import __version__
 from mtserve.api.deepl import router as deepl_router
 from mtserve.api.deepl_documents import router as deepl_documents_router
+from mtserve.api.deepl_v3 import router as deepl_v3_router
 from mtserve.api.errors import BodyTooLarge, api_family, error_response, install_error_handlers
 from mtserve.api.files import UPLOAD_PATHS, logged_path, upload_limit_bytes
 from mtserve.api.files import router as files_router
@@ -252,6 +253,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.include_router(ops_router)
     app.include_router(deepl_router)
     app.include_router(deepl_documents_router)
+    app.include_router(deepl_v3_router)
     app.include_router(openai_router)
     app.include_router(files_router)
     app.include_router(tm_router)

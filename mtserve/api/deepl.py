@@ -9,7 +9,11 @@ mtserve's glossary store.
 ``context`` (text that informs the translation; neither translated nor billed),
 ``custom_instructions`` (up to 10 of up to 300 characters, DeepL's bounds) and
 ``formality`` reach an LLM engine's prompt (``mtserve.engines.prompts``), and
-key the cache. ``supports_formality`` in ``/v2/languages`` is true where the
+key the cache; ``style_id`` names a stored style rule (``/v3/style_rules``) whose custom
+instructions go before the request's own; ``translation_memory_id`` (one of the caller's views
+of the TM, ``/v3/translation_memories``) and ``translation_memory_threshold`` (the least similarity
+of the TM entries the engine is shown as examples) choose how the TM, which serves every request,
+serves this one. ``supports_formality`` in ``/v2/languages`` is true where the
 engine is prompted and the target is one DeepL offers formality for (German
 Sie/du, French vous/tu...; ``FORMALITY_TARGETS``); elsewhere, and always on a
 seq2seq engine, which has no prompt, ``formality=more|less`` is a 400 and
@@ -40,14 +44,13 @@ from mtserve.api.errors import ApiError
 from mtserve.api.fields import guidance_of, json_type, read_fields, shown, text_field
 from mtserve.api.keys import admit, key_id_of, runtime_of
 from mtserve.service.glossary import (
-    GlossaryInfo,
     GlossaryScope,
-    GlossaryStore,
     UnknownGlossary,
     format_entries,
     parse_entries,
     scope_for,
 )
+from mtserve.service.glossary_store import GlossaryInfo, GlossaryStore
 from mtserve.service.request import TranslationRequest
 from mtserve.service.translator import follows_formality
 from mtserve.settings import Settings
@@ -113,14 +116,19 @@ def to_deepl(code: str) -> str:
     return "ZH" if code == "zt" else code.upper()
 
 
+def creation_time(created: str) -> str:
+    """A stored ISO time as DeepL writes it; its clients parse it with fractional seconds."""
+    return datetime.fromisoformat(created).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def describe(glossary: GlossaryInfo) -> dict:
-    """DeepL's glossary shape; its clients parse creation_time with fractional seconds."""
-    created = datetime.fromisoformat(glossary.created)
+    """DeepL's v2 glossary shape: one language pair, a glossary's first dictionary (v2 knows no others)."""
+    first = glossary.dictionaries[0] if glossary.dictionaries else None
     return {"glossary_id": glossary.id, "name": glossary.name,
             "source_lang": to_deepl(glossary.source_lang).lower(),
             "target_lang": to_deepl(glossary.target_lang).lower(),
-            "creation_time": created.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
-            "entry_count": glossary.entry_count, "ready": True}
+            "creation_time": creation_time(glossary.created),
+            "entry_count": first.entry_count if first else 0, "ready": True}
 
 
 def glossary_store(request: Request) -> GlossaryStore:
@@ -163,6 +171,30 @@ def tag_handling_of(fields: dict[str, Any], kind: str) -> TagHandling:
                        outline_detection=spelled in ("1", "true"))
 
 
+async def memory_threshold_of(request: Request, fields: dict[str, Any], source: str) -> float | None:
+    """DeepL's ``translation_memory_id`` checked against the caller's views of the TM (GET
+    /v3/translation_memories), and its ``translation_memory_threshold`` (0-100): the least similarity of
+    the entries the engine is shown as examples, None for the server's own. mtserve's TM serves every
+    request; the id says which part a client chose, and must be the caller's own and from its source."""
+    memory_id = text_field(fields, "translation_memory_id")
+    threshold = fields.get("translation_memory_threshold")
+    if not memory_id:
+        if threshold is not None:
+            raise ApiError(400, "'translation_memory_threshold' requires 'translation_memory_id'")
+        return None
+    view = await asyncio.to_thread(runtime_of(request).memory_access.view, key_id_of(request), memory_id)
+    if source not in ("auto", view.source_lang):
+        raise ApiError(400, f"Translation memory {memory_id} holds {to_deepl(view.source_lang)} sources, "
+                            f"but 'source_lang' is {to_deepl(source)}")
+    if threshold is None:
+        return None
+    spelled = str(threshold) if isinstance(threshold, (int, str)) and not isinstance(threshold, bool) else ""
+    if not spelled.strip().isdigit() or not 0 <= int(spelled) <= 100:
+        raise ApiError(400, f"Value for 'translation_memory_threshold' not supported: {shown(threshold)}; "
+                            "use a whole number from 0 to 100")
+    return float(spelled)
+
+
 def check_key(request: Request) -> None:
     admit(request, None)  # the key travels in Authorization: DeepL-Auth-Key
 
@@ -201,12 +233,15 @@ async def translate(request: Request):
     fmt = tag_handling if tag_handling in ("html", "xml") else "text"
     tags = tag_handling_of(fields, fmt) if fmt != "text" else None
     glossary_id = text_field(fields, "glossary_id") or None
+    style_id = text_field(fields, "style_id") or None
     if glossary_id and source == "auto":
         raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be specified")
     check_split_sentences(fields.get("split_sentences"))
     served_by = model_type_used(fields, runtime_of(request).model.prompted)
+    threshold = await memory_threshold_of(request, fields, source)
     results, _ = await run_call(request, TranslationRequest(
-        texts, target, source=source, format=fmt, tags=tags, glossary_id=glossary_id, guidance=guidance))
+        texts, target, source=source, format=fmt, tags=tags, glossary_id=glossary_id, style_id=style_id,
+        guidance=guidance, memory_threshold=threshold))
     runtime_of(request).usage_chars += chars
     translations = [{"detected_source_language": to_deepl(r.source), "text": r.text, "billed_characters": len(t)}
                     for r, t in zip(results, texts)]

@@ -39,10 +39,12 @@ from mtserve.service.glossary import (
     UnknownGlossary,
     UnusableGlossaryId,
 )
+from mtserve.service.glossary_store import UnknownDictionary
 from mtserve.service.request import FormalityUnsupported, UnsupportedLanguage
 from mtserve.service.scheduler import CallerBusy, DeadlineExceeded, QueueFull, SchedulerStopped
+from mtserve.service.style_rules import StyleRuleError, StyleRuleForbidden, UnknownStyleRule
 from mtserve.service.tm import TMBusy, TMError, TMTooLarge
-from mtserve.service.tm_access import TMForbidden, UnknownEntry
+from mtserve.service.tm_access import TMForbidden, UnknownEntry, UnknownMemory
 from mtserve.text.languages import language_name
 
 log = logging.getLogger(__name__)
@@ -96,8 +98,8 @@ OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                       404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
 
 
-# The path prefixes each family but LibreTranslate's owns: DeepL's v2 API and its v3 (glossaries,
-# style rules), which mtserve does not serve but whose clients still parse DeepL's error shape.
+# The path prefixes each family but LibreTranslate's owns: DeepL's v2 API and its v3 (glossaries, style
+# rules, translation memories).
 FAMILY_PREFIXES = (("/v2", "deepl"), ("/v3", "deepl"), ("/v1", "openai"))
 
 
@@ -166,9 +168,13 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     # a route is about, not there: 404.
     (UnusableGlossaryId, ErrorStatus(404, family_status={"deepl": 400})),
     (UnknownGlossary, ErrorStatus(404)),
+    (UnknownDictionary, ErrorStatus(404)),  # a glossary without the language pair a route names
     (GlossaryForbidden, ErrorStatus(403)),
     (GlossaryTooLarge, ErrorStatus(413)),
     (GlossaryError, ErrorStatus(400)),  # a glossary_id whose pair does not fit, bad entries
+    (UnknownStyleRule, ErrorStatus(404)),  # a style_id (on /v2/translate too, as DeepL) or rule list not there
+    (StyleRuleForbidden, ErrorStatus(403)),
+    (StyleRuleError, ErrorStatus(400)),  # a style rule for another target language, bad fields
     # LibreTranslate answers a missing key with 400 and a wrong one with 403 (its app.py and
     # test_api_keys.py); OpenAI answers both with 401; DeepL both with 403.
     (KeyRequired, ErrorStatus(403, family_status={"openai": 401, "libretranslate": 400})),
@@ -177,6 +183,7 @@ STATUS_OF: tuple[tuple[type[Exception], ErrorStatus], ...] = (
     (QuotaExceeded, ErrorStatus(429, family_status={"deepl": 456})),  # DeepL: "Quota exceeded"
     (RateLimited, ErrorStatus(429, _retry_after(lambda exc: exc.retry_after_s))),
     (UnknownEntry, ErrorStatus(404)),
+    (UnknownMemory, ErrorStatus(404)),  # a translation_memory_id that is none of the caller's views
     (TMForbidden, ErrorStatus(403)),  # another key's entries, a cap, suggestions off
     (TMTooLarge, ErrorStatus(413)),  # a file past the parse limits
     (TMBusy, ErrorStatus(503, lambda exc: {"Retry-After": "5"})),

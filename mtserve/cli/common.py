@@ -39,7 +39,7 @@ SERVER_FIELDS = ("host", "port", "max_connections", "idle_timeout_s", "header_ti
                  "json_max_depth", "api_keys", "require_api_key", "metrics_require_key",
                  "anonymous_rpm", "rate_limit_callers", "cors_origins",
                  "shutdown_grace_s", "glossaries_per_key", "glossary_bytes_per_key", "glossary_max_entries",
-                 "glossary_request_entries",
+                 "glossary_request_entries", "style_rules_per_key",
                  # what API keys may store in the translation memory
                  "tm_entries_per_key", "tm_bytes_per_key", "tm_suggestions_per_key", "tm_suggestion_bytes_per_key")
 # Bounds a document is read within (the CLI's translate-file takes them too).

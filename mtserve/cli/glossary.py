@@ -66,7 +66,8 @@ def _read_entries(file: str, fmt: str | None) -> tuple[str, str]:
 def cmd_glossary(args: argparse.Namespace) -> int:
     import sqlite3
 
-    from mtserve.service.glossary import GlossaryError, GlossaryStore, format_entries, parse_entries
+    from mtserve.service.glossary import GlossaryError, format_entries, parse_entries
+    from mtserve.service.glossary_store import GlossaryStore
 
     settings = settings_from(args)
     store = GlossaryStore(settings.glossaries_db)
@@ -83,7 +84,7 @@ def cmd_glossary(args: argparse.Namespace) -> int:
             if not glossaries:
                 print(f"no glossaries in {store.path}; add one with `mtserve glossary add`", file=sys.stderr)
             for g in glossaries:
-                pair = f"{g.source_lang}->{g.target_lang}"
+                pair = g.pairs
                 owner = f"key:{g.owner}" if g.owner else "operator"
                 print(f"{g.id}  {g.name:<20} {pair:<8} {g.entry_count:>5} entries  {g.created}  {owner}")
         elif args.glossary_cmd == "show":

@@ -3,9 +3,10 @@
 Three sources feed a request's glossary, later ones winning on the same term:
 
 1. the server-wide glossary file (setting ``glossary_file``, TSV or JSON),
-2. a named glossary from the store, by id (``glossary_id``; created with
-   DeepL's ``POST /v2/glossaries`` or ``mtserve glossary add``), if its
-   language pair is the request's (``GlossaryStore.for_pair``),
+2. a named glossary from the store (``mtserve.service.glossary_store``), by id
+   (``glossary_id``; created with DeepL's ``POST /v2/glossaries`` or
+   ``/v3/glossaries``, or ``mtserve glossary add``): its dictionary for the
+   request's language pair (``GlossaryStore.for_pair``),
 3. the request's own ``glossary`` object.
 
 Only the entries whose term occurs in a segment reach the prompt
@@ -13,43 +14,28 @@ Only the entries whose term occurs in a segment reach the prompt
 but the two terms it really contains, and segments without terms keep
 sharing the cache with glossary-free requests.
 
-The store keeps named glossaries in SQLite under ``$MTSERVE_HOME`` with the
-shape DeepL's ``/v2/glossaries`` has: id, name, language pair, entries,
-creation time; and an owner. A glossary made through the API while API keys
-are on belongs to the key that made it; one made with ``mtserve glossary``
-(or while keys are off) belongs to the operator (no owner). A ``GlossaryScope``
-says what a caller may do: a key lists, reads and uses its own glossaries and
-the operator's, and deletes only its own; a caller without a key (keys on, not
-required) reads and uses the operator's only, and creates or deletes none,
-since a glossary it made would belong to nobody it could prove to be. With
-keys off there are no identities: every caller is the operator.
-
-Glossaries are immutable once made (as DeepL's are), so the entries of the
-few most used ones are kept in memory: a request with a ``glossary_id`` costs
-one primary-key lookup (the glossary may have been deleted since), not a read
-of every entry.
+A ``GlossaryScope`` says what a caller may do with stored glossaries: a key
+lists, reads and uses its own glossaries and the operator's, and changes and
+deletes only its own; a caller without a key (keys on, not required) reads and
+uses the operator's only, and creates, changes or deletes none, since a
+glossary it made would belong to nobody it could prove to be. With keys off
+there are no identities: every caller is the operator.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import re
-import sqlite3
 import threading
-import uuid
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
 MAX_TERM_CHARS = 200
 MAX_NAME_CHARS = 200  # DeepL allows 1,024 bytes
-CACHED_GLOSSARIES = 32  # glossaries whose entries stay in memory, most recently used first
 ENTRY_FORMATS = ("tsv", "csv", "json")
 ANY_LANGUAGE = "*"
 
@@ -85,24 +71,6 @@ class GlossaryQuota(GlossaryForbidden):
 
 class GlossaryTooLarge(GlossaryError):
     """More entries than a glossary may have (413)."""
-
-
-@dataclass(frozen=True)
-class GlossaryInfo:
-    """A glossary's metadata and entry count: what a listing shows, read without its entries."""
-
-    id: str
-    name: str
-    source_lang: str
-    target_lang: str
-    created: str  # ISO 8601, UTC
-    entry_count: int
-    owner: str | None = None  # the id of the API key that made it; None: the operator's
-
-
-@dataclass(frozen=True)
-class Glossary(GlossaryInfo):
-    entries: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,7 +142,7 @@ def validate_entries(entries: object, where: str = "glossary") -> dict[str, str]
     for term, translation in entries.items():
         if not isinstance(term, str) or not isinstance(translation, str):
             raise GlossaryError(f"{where}: every term and translation must be a string; got "
-                                f"{_shown(term)}: {_shown(translation)}")
+                                f"{shown_value(term)}: {shown_value(translation)}")
         term, translation = term.strip(), translation.strip()
         if not term or not translation:
             raise GlossaryError(f"{where}: empty term or translation in {term!r}: {translation!r}")
@@ -187,7 +155,7 @@ def validate_entries(entries: object, where: str = "glossary") -> dict[str, str]
     return clean
 
 
-def _shown(value: object) -> str:
+def shown_value(value: object) -> str:
     """A value for an error message: a string's start, else only its type (a nested one has no safe repr)."""
     return repr(value[:40]) if isinstance(value, str) else f"a {type(value).__name__}"
 
@@ -209,7 +177,7 @@ def parse_entries(text: str, fmt: str = "tsv", max_entries: int = 0) -> dict[str
         except (RecursionError, ValueError):  # nested too deep; an integer of thousands of digits
             raise GlossaryError("glossary entries must be a flat JSON object of term -> translation") from None
         if isinstance(data, Mapping):
-            _check_count(len(data), max_entries)
+            check_entry_count(len(data), max_entries)
         return validate_entries(data, "glossary entries")
     rows = csv.reader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",",
                       quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
@@ -226,14 +194,14 @@ def parse_entries(text: str, fmt: str = "tsv", max_entries: int = 0) -> dict[str
                 raise GlossaryError(f"glossary entries, line {number}: more than one tab in {row[0][:40]!r}; "
                                     "a term or translation cannot hold a tab")
             pairs[row[0]] = row[1]
-            _check_count(len(pairs), max_entries)
+            check_entry_count(len(pairs), max_entries)
     except csv.Error as exc:  # a field over csv's 131,072-character limit, a stray quote
         raise GlossaryError(f"glossary entries, line {number + 1}: {exc}; a term or translation has at most "
                             f"{MAX_TERM_CHARS} characters") from None
     return validate_entries(pairs, "glossary entries")
 
 
-def _check_count(count: int, max_entries: int) -> None:
+def check_entry_count(count: int, max_entries: int) -> None:
     if max_entries > 0 and count > max_entries:
         raise GlossaryTooLarge(f"the glossary has more than {max_entries:,} entries, the limit per glossary "
                                "(MTSERVE_GLOSSARY_MAX_ENTRIES); split it, or ask the operator to raise it")
@@ -421,195 +389,6 @@ class GlossaryFile:
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._entries.values())
-
-
-# --- the store of named glossaries ---------------------------------------------------------
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS glossaries (
-    id TEXT PRIMARY KEY, name TEXT NOT NULL, source_lang TEXT NOT NULL,
-    target_lang TEXT NOT NULL, created TEXT NOT NULL, owner TEXT
-);
-CREATE TABLE IF NOT EXISTS entries (
-    glossary_id TEXT NOT NULL REFERENCES glossaries(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL, term TEXT NOT NULL, translation TEXT NOT NULL,
-    PRIMARY KEY (glossary_id, term)
-);
-"""
-_INFO = ("SELECT g.id, g.name, g.source_lang, g.target_lang, g.created, "
-         "(SELECT COUNT(*) FROM entries e WHERE e.glossary_id = g.id), g.owner FROM glossaries g")
-
-
-class GlossaryStore:
-    """Named glossaries, persisted in one SQLite file. Safe to share between threads and processes.
-
-    Every method takes the caller's ``GlossaryScope`` (default: the operator, who sees all). A
-    glossary outside the scope is an UnknownGlossary, exactly like one that does not exist, so a
-    key cannot probe for others' ids.
-    """
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path).expanduser()
-        self._lock = threading.Lock()
-        self._ready = False  # the file, its tables and the owner column are made on first use
-        self._cache: OrderedDict[str, dict[str, str]] = OrderedDict()  # id -> entries, most recent last
-
-    @contextlib.contextmanager
-    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """One connection per call, closed after; a write holds SQLite's write lock from its start."""
-        with self._lock:
-            if not self._ready:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
-            try:
-                db.execute("PRAGMA foreign_keys = ON")
-                if not self._ready:
-                    self._migrate(db)
-                    self._ready = True
-                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    yield db
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-            finally:
-                db.close()
-
-    @staticmethod
-    def _migrate(db: sqlite3.Connection) -> None:
-        """Make the tables; a file from before owners gets the column, and its glossaries are the operator's."""
-        db.executescript(_SCHEMA)
-        columns = {row[1] for row in db.execute("PRAGMA table_info(glossaries)")}
-        if "owner" not in columns:
-            with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
-                db.execute("ALTER TABLE glossaries ADD COLUMN owner TEXT")
-        db.execute("CREATE INDEX IF NOT EXISTS glossaries_by_owner ON glossaries (owner)")
-
-    def create(self, name: str, source: str, target: str, entries: Mapping[str, str], *,
-               scope: GlossaryScope = OPERATOR, max_entries: int = 0, max_owned: int = 0,
-               max_bytes: int = 0) -> Glossary:
-        """A new glossary owned by the scope's key (or the operator's).
-
-        ``max_entries`` caps its entries (GlossaryTooLarge), ``max_owned`` the glossaries its owner
-        may hold and ``max_bytes`` the bytes of their entries together (GlossaryQuota); 0 is no cap.
-        The counts and the insert are one transaction.
-        """
-        owner = scope.owner_of_new()
-        if not isinstance(name, str) or not name.strip():
-            raise GlossaryError("a glossary needs a non-empty name")
-        if len(name.strip()) > MAX_NAME_CHARS:
-            raise GlossaryError(f"a glossary's name has at most {MAX_NAME_CHARS} characters")
-        for role, code in (("the source language", source), ("the target language", target)):
-            if not isinstance(code, str) or not re.fullmatch(r"[a-z]{2,3}(?:-[A-Za-z]{2,4})?", code):
-                raise GlossaryError(f"{role} must be a language code such as 'zh' or 'en', got {_shown(code)}")
-        if isinstance(entries, Mapping):
-            _check_count(len(entries), max_entries)
-        clean = validate_entries(entries, "entries")
-        if not clean:
-            raise GlossaryError("a glossary needs at least one entry")
-        glossary = Glossary(uuid.uuid4().hex, name.strip(), source, target,
-                            datetime.now(timezone.utc).isoformat(timespec="seconds"), len(clean), owner, clean)
-        with self._db(write=True) as db:
-            if max_owned > 0:
-                held = db.execute("SELECT COUNT(*) FROM glossaries WHERE owner IS ?", (owner,)).fetchone()[0]
-                if held >= max_owned:
-                    who = f"API key {owner}" if owner else "the server (API keys are off)"
-                    raise GlossaryQuota(f"{who} already has {held:,} glossaries, the limit "
-                                        "(MTSERVE_GLOSSARIES_PER_KEY); delete one before creating another")
-            if max_bytes > 0:
-                held = db.execute(
-                    "SELECT coalesce(sum(length(CAST(e.term AS BLOB)) + length(CAST(e.translation AS BLOB))), 0) "
-                    "FROM entries e JOIN glossaries g ON g.id = e.glossary_id WHERE g.owner IS ?",
-                    (owner,)).fetchone()[0]
-                size = sum(len(term.encode()) + len(translation.encode()) for term, translation in clean.items())
-                if held + size > max_bytes:
-                    who = f"API key {owner}" if owner else "the server (API keys are off)"
-                    raise GlossaryQuota(f"the glossaries of {who} hold {held:,} bytes of entries and this one has "
-                                        f"{size:,} more, past the limit of {max_bytes:,} bytes "
-                                        "(MTSERVE_GLOSSARY_BYTES_PER_KEY); delete a glossary or send a smaller one")
-            db.execute("INSERT INTO glossaries (id, name, source_lang, target_lang, created, owner) "
-                       "VALUES (?, ?, ?, ?, ?, ?)",
-                       (glossary.id, glossary.name, source, target, glossary.created, owner))
-            db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
-                           [(glossary.id, i, t, tr) for i, (t, tr) in enumerate(clean.items())])
-        return glossary
-
-    def info(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> GlossaryInfo:
-        """The metadata and entry count, without reading the entries."""
-        where, args = scope.where()
-        with self._db() as db:
-            row = db.execute(f"{_INFO} WHERE g.id = ? AND {where}", (glossary_id, *args)).fetchone()
-        if row is None:
-            raise UnknownGlossary(f"no glossary with id {glossary_id!r}; list the ids with "
-                                  "`mtserve glossary list` or GET /v2/glossaries", glossary_id)
-        return GlossaryInfo(*row)
-
-    def get(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> Glossary:
-        found = self.info(glossary_id, scope)
-        return Glossary(**found.__dict__, entries=self._entries(found.id))
-
-    def _entries(self, glossary_id: str) -> dict[str, str]:
-        """The entries, from memory if this glossary was read lately (glossaries never change)."""
-        with self._lock:
-            cached = self._cache.get(glossary_id)
-            if cached is not None:
-                self._cache.move_to_end(glossary_id)
-                return cached
-        with self._db() as db:
-            entries = dict(db.execute("SELECT term, translation FROM entries WHERE glossary_id = ? "
-                                      "ORDER BY position", (glossary_id,)).fetchall())
-        with self._lock:
-            self._cache[glossary_id] = entries
-            while len(self._cache) > CACHED_GLOSSARIES:
-                self._cache.popitem(last=False)
-        return entries
-
-    def entries(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> dict[str, str]:
-        return self.get(glossary_id, scope).entries
-
-    def for_pair(self, glossary_id: str, source: str, target: str,
-                 scope: GlossaryScope = OPERATOR) -> dict[str, str]:
-        """The entries of glossary ``glossary_id`` for a request from ``source`` to ``target``.
-
-        The rule DeepL has: a glossary serves its own language pair only, and
-        only a request that names its source (``auto`` is refused, since the
-        detected language of each text could differ). Raises UnknownGlossary
-        (also for a glossary outside the scope) or GlossaryMismatch, with what
-        to send instead.
-        """
-        found = self.info(glossary_id, scope)
-        pair = f"{found.source_lang}->{found.target_lang}"
-        which = f"glossary {found.id!r} ({found.name!r})"
-        if source == "auto":
-            raise GlossaryMismatch(f"a glossary needs an explicit source language: {which} is for {pair}, "
-                                   f"so send source {found.source_lang!r} instead of 'auto'")
-        if (found.source_lang, found.target_lang) != (source, target):
-            raise GlossaryMismatch(f"{which} is for {pair}, but the request is {source}->{target}; "
-                                   f"translate {pair} with it, or use a glossary made for {source}->{target}")
-        return self._entries(found.id)
-
-    def list(self, scope: GlossaryScope = OPERATOR) -> list[GlossaryInfo]:
-        """Metadata and entry counts (counted in SQL), never the entries."""
-        where, args = scope.where()
-        with self._db() as db:
-            rows = db.execute(f"{_INFO} WHERE {where} ORDER BY g.created, g.name", args).fetchall()
-        return [GlossaryInfo(*row) for row in rows]
-
-    def delete(self, glossary_id: str, scope: GlossaryScope = OPERATOR) -> bool:
-        """True if it existed (in the scope). GlossaryForbidden for one the scope sees but may not delete."""
-        where, args = scope.where()
-        with self._db(write=True) as db:
-            row = db.execute(f"SELECT owner FROM glossaries g WHERE id = ? AND {where}",
-                             (glossary_id, *args)).fetchone()
-            if row is None:
-                return False
-            if not scope.may_delete(row[0]):
-                raise GlossaryForbidden(f"glossary {glossary_id!r} belongs to the server's operator; it can be "
-                                        "used but not deleted through the API (`mtserve glossary remove` does)")
-            db.execute("DELETE FROM glossaries WHERE id = ?", (glossary_id,))
-        with self._lock:
-            self._cache.pop(glossary_id, None)
-        return True
 
 
 def merge(*layers: Mapping[str, str] | None) -> dict[str, str]:

@@ -50,6 +50,7 @@ class TextOptions:
     tags: TagHandling | None = None
     key_id: str | None = None
     memory: bool = True
+    memory_threshold: float | None = None  # least similarity of a TM example; None: tm_min_similarity
     guidance: Guidance = NO_GUIDANCE
     temperature: float = 0.0
     seed: int | None = None
@@ -257,16 +258,18 @@ class Planner:
         return len(text)
 
     def _from_memory(self, memory: TranslationMemory, segment: str, source: str, target: str,
-                     key_id: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
-        """(an exact match's translation, or None; else the most similar entries as examples)."""
+                     key_id: str | None, threshold: float | None = None
+                     ) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+        """(an exact match's translation, or None; else the most similar entries as examples, at least
+        ``threshold`` similar: the request's, else tm_min_similarity)."""
         stored = self._stored_translation(memory, segment, source, target, key_id)
         if stored is not None:
             return stored, ()
         if not self.model.prompted or self.settings.tm_k <= 0:
             return None, ()
-        similar = memory.similar(segment, source, target, k=self.settings.tm_k,
-                                 min_similarity=self.settings.tm_min_similarity, owner=key_id,
-                                 candidates=self.settings.tm_candidates)
+        least = self.settings.tm_min_similarity if threshold is None else threshold
+        similar = memory.similar(segment, source, target, k=self.settings.tm_k, min_similarity=least,
+                                 owner=key_id, candidates=self.settings.tm_candidates)
         return None, tuple((m.entry.source, m.entry.target) for m in similar)
 
     def _whole_from_memory(self, memory: TranslationMemory, text: str, options: TextOptions,
@@ -325,7 +328,8 @@ class Planner:
             if memory is not None and (item.marked is None or markup.TAG.search(segment) is None):
                 # plain text, or text whose only markup is placeholders (%s, {name}): a memory's entries
                 # are plain text, and a software catalog's strings carry their placeholders on both sides
-                exact, examples = self._from_memory(memory, segment, source, target, options.key_id)
+                exact, examples = self._from_memory(memory, segment, source, target, options.key_id,
+                                                    options.memory_threshold)
                 if exact is not None:  # served as stored: never cached, no engine call
                     item.output = to_target_script(exact, target, {}) if target in CHINESE else exact
                     item.origin = "memory"

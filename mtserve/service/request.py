@@ -29,11 +29,15 @@ class TranslationRequest:
 
     ``glossary`` ({term: translation}) adds to the server-wide glossary; ``glossary_id`` names a
     stored glossary, which the service resolves for the caller ``key_id`` (None: no key) and puts
-    between the two. ``guidance`` holds the context, instructions and formality: ``more``/``less``
+    between the two. ``style_id`` names a stored style rule for the target, whose custom
+    instructions the service puts before the request's own. ``guidance`` holds the context,
+    instructions and formality: ``more``/``less``
     must be followed (a target that marks no formality is refused), ``prefer_more``/``prefer_less``
     are followed where the target marks it. ``tags`` says how "html" and "xml" markup splits text.
-    ``memory=False`` leaves the translation memory out. ``one_source`` detects an "auto" source
-    once over all the texts together (short blocks of one document say little alone).
+    ``memory=False`` leaves the translation memory out; ``memory_threshold`` (0-100) is the least
+    similarity of the entries shown to the engine as examples (None: the server's). ``one_source``
+    detects an "auto" source once over all the texts together (short blocks of one document say
+    little alone).
     ``deadline_s`` None is the server's deadline. ``caller`` is whom the request counts against for
     a fair share of admission (max_queue_per_caller): an API key, or a client's network; None: none.
     """
@@ -45,8 +49,10 @@ class TranslationRequest:
     tags: TagHandling | None = None
     glossary: Mapping[str, str] | None = None
     glossary_id: str | None = None
+    style_id: str | None = None
     guidance: Guidance = NO_GUIDANCE
     memory: bool = True
+    memory_threshold: float | None = None
     alternatives: int = 0
     deadline_s: float | None = None
     priority: Priority = Priority.INTERACTIVE

@@ -24,9 +24,10 @@ from mtserve.engines.factory import create_engine
 from mtserve.service.access import AccessControl, KeyStore
 from mtserve.service.batcher import batcher_for
 from mtserve.service.cache import TranslationCache
-from mtserve.service.glossary import GlossaryStore
+from mtserve.service.glossary_store import GlossaryStore
 from mtserve.service.metrics import Metrics
 from mtserve.service.scheduler import Scheduler
+from mtserve.service.style_rules import StyleRuleStore
 from mtserve.service.tm import TranslationMemory
 from mtserve.service.tm_access import MemoryAccess
 from mtserve.service.translator import TranslationService
@@ -64,6 +65,7 @@ class Runtime:
         # Named glossaries under $MTSERVE_HOME (the file is made on first use): DeepL's /v2/glossaries,
         # `mtserve glossary`, and every request's glossary_id share this one store.
         self.glossaries = GlossaryStore(settings.glossaries_db)
+        self.style_rules = StyleRuleStore(settings.style_rules_db)  # DeepL's /v3/style_rules; a request's style_id
         # The translation memory under $MTSERVE_HOME (made on first use), shared with `mtserve tm`.
         self.memory = TranslationMemory(settings.tm_db)
         self.memory_access = MemoryAccess(self.memory, settings)  # the /tm API's scopes and caps over it
@@ -120,7 +122,7 @@ class Runtime:
         try:
             self.service = TranslationService(
                 self.settings, self.engine, scheduler, self._cache, detector, self.metrics,
-                glossaries=self.glossaries, memory=self.memory,
+                glossaries=self.glossaries, memory=self.memory, style_rules=self.style_rules,
             )
         except ValueError as exc:  # a bad setting the service reads, e.g. an invalid glossary file
             self.load_error = f"{type(exc).__name__}: {exc}"

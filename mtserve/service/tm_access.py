@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
@@ -77,6 +78,31 @@ class UnknownEntry(TMError):
 
 class SuggestionsOff(TMForbidden):
     """/suggest while MTSERVE_SUGGESTIONS is off (403, in LibreTranslate's words)."""
+
+
+class UnknownMemory(TMError):
+    """No view of the caller's has that id (404)."""
+
+    def __init__(self, message: str, memory_id: str = ""):
+        super().__init__(message)
+        self.memory_id = memory_id
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """What a caller's translations from one source language use of the TM, listed as DeepL lists a
+    translation memory: one id per (caller, source language), the targets it has entries for, and
+    how many. A view, not a store: its entries are the caller's own and the operator's, as at
+    translate time; its id is derived from both, so another key's id is never one of the caller's."""
+
+    id: str
+    source_lang: str
+    target_langs: tuple[str, ...]
+    entries: int
+
+
+def _view_id(key_id: str | None, source_lang: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"mtserve:translation-memory:{key_id or ''}:{source_lang}"))
 
 
 @dataclass(frozen=True)
@@ -254,6 +280,25 @@ class MemoryAccess:
         scope.check_identity()
         held = self.memory.usage(scope.owner)
         return self.memory.stats(owner=scope.owner, shared=False), held
+
+    @_busy_is_an_error
+    def views(self, key_id: str | None) -> list[MemoryView]:
+        """The caller's views (API key ``key_id``; None: no key, or keys off), one per source language
+        with entries it uses at translate time: its own and the operator's (the whole TM with keys off)."""
+        targets: dict[str, dict[str, int]] = {}
+        for pair in self.memory.stats(owner=key_id, shared=True):
+            if pair.entries:
+                targets.setdefault(pair.source_lang, {})[pair.target_lang] = pair.entries
+        return [MemoryView(_view_id(key_id, source), source, tuple(by_target), sum(by_target.values()))
+                for source, by_target in sorted(targets.items())]
+
+    def view(self, key_id: str | None, memory_id: str) -> MemoryView:
+        """One of the caller's views by id; UnknownMemory for any other id (another key's included)."""
+        found = next((v for v in self.views(key_id) if v.id == memory_id.strip().lower()), None)
+        if found is None:
+            raise UnknownMemory(f"Translation memory not found: {memory_id}; list yours with "
+                                "GET /v3/translation_memories", memory_id)
+        return found
 
     @_busy_is_an_error
     def entries(self, scope: TMScope, source: str | None = None, target: str | None = None,

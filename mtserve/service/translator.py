@@ -33,13 +33,13 @@ from mtserve.service.finishing import Finisher, account
 from mtserve.service.glossary import (
     GlossaryFile,
     GlossaryScope,
-    GlossaryStore,
     UnknownGlossary,
     UnusableGlossaryId,
     matching_entries,
     merge,
     scope_for,
 )
+from mtserve.service.glossary_store import GlossaryStore
 from mtserve.service.job import SegmentOutcome
 from mtserve.service.markup_keeping import MarkupKeeper
 from mtserve.service.metrics import Metrics
@@ -58,6 +58,7 @@ from mtserve.service.request import (
     Usage,
 )
 from mtserve.service.scheduler import Scheduler, Ticket
+from mtserve.service.style_rules import StyleRuleStore, UnknownStyleRule
 from mtserve.service.tm import TranslationMemory
 from mtserve.settings import Settings
 from mtserve.text import chinese, markup
@@ -175,6 +176,7 @@ class TranslationService:
         metrics: Metrics,
         glossaries: GlossaryStore | None = None,
         memory: TranslationMemory | None = None,
+        style_rules: StyleRuleStore | None = None,
     ):
         self.settings = settings
         self.engine = engine
@@ -187,6 +189,7 @@ class TranslationService:
         self.glossary_file = GlossaryFile.load(glossary_file) if glossary_file else GlossaryFile()
         self.glossaries = glossaries  # named glossaries, for requests that send a glossary_id
         self.memory = memory  # the translation memory: exact matches served, similar ones as examples
+        self.style_rules = style_rules  # style rules, for requests that send a style_id
         # The retry is a stricter *prompt*, so it is for engines that translate by prompting an LLM.
         self.guarded = settings.guardrails and self.model.prompted
         self.planner = Planner(settings, self.model, cache, metrics, self.glossary_file, memory)
@@ -290,22 +293,36 @@ class TranslationService:
             return NO_GUIDANCE
         return guidance
 
+    def style_instructions(self, style_id: str, source: str, target: str, key_id: str | None = None) -> tuple[str, ...]:
+        """The custom instructions of stored style rule ``style_id`` that apply from ``source`` into
+        ``target``. Raises UnknownStyleRule (also another key's) or StyleRuleMismatch (another target)."""
+        if self.style_rules is None:
+            raise UnknownStyleRule(f"Style rule not found: {style_id}", style_id)
+        rule = self.style_rules.for_translation(style_id, target, self.glossary_scope(key_id))
+        return rule.instructions_for(source)
+
     def settle(self, request: TranslationRequest) -> TranslationRequest:
         """The request with what it names resolved: its stored glossary's entries under its own
-        (``glossary_id`` then None), and its guidance as the engine will follow it. Raises what the
-        caller must be told: UnknownGlossary, GlossaryMismatch, FormalityUnsupported. Settling a
-        settled request changes nothing, so a document job settles at upload and again per chunk."""
+        (``glossary_id`` then None), its style rule's instructions before its own (``style_id`` then
+        None), and its guidance as the engine will follow it. Raises what the caller must be told:
+        UnknownGlossary, GlossaryMismatch, UnknownStyleRule, StyleRuleMismatch, FormalityUnsupported.
+        Settling a settled request changes nothing, so a document job settles at upload and again per chunk."""
         glossary = dict(request.glossary) if request.glossary else None
         if request.glossary_id:
             glossary = merge(self.named_glossary(request.glossary_id, request.source, request.target,
                                                  request.key_id), glossary)
-        return replace(request, glossary=glossary, glossary_id=None,
-                       guidance=self.guidance_for(request.guidance, request.target))
+        guidance = request.guidance
+        if request.style_id:
+            styled = self.style_instructions(request.style_id, request.source, request.target, request.key_id)
+            guidance = replace(guidance, instructions=styled + guidance.instructions)
+        return replace(request, glossary=glossary, glossary_id=None, style_id=None,
+                       guidance=self.guidance_for(guidance, request.target))
 
     def _options(self, request: TranslationRequest, source: str) -> TextOptions:
         glossary = dict(request.glossary) if request.glossary else None
         return TextOptions(source=source, target=request.target, fmt=request.format, glossary=glossary,
                            tags=request.tags, key_id=request.key_id, memory=request.memory,
+                           memory_threshold=request.memory_threshold,
                            guidance=request.guidance)
 
     async def _admitted(self, request: TranslationRequest) -> tuple[TranslationRequest, list[str],

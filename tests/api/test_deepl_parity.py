@@ -22,7 +22,8 @@ def server(tmp_path_factory):
 @pytest.mark.parametrize("method, path, status", [
     ("GET", "/v2/no-such-thing", 404),
     ("POST", "/v2/glossaries/abc/entries/more", 404),
-    ("GET", "/v3/glossaries", 404),  # DeepL's v3 API, which mtserve does not serve
+    ("GET", "/v3/no-such-thing", 404),
+    ("PATCH", "/v3/glossaries", 405),
     ("GET", "/v3", 404),
     ("GET", "/v2/translate", 405),
     ("POST", "/v2/translate", 400),  # no text

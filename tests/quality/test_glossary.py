@@ -13,13 +13,13 @@ from mtserve.engines.prompts import template_for
 from mtserve.service.glossary import (
     GlossaryError,
     GlossaryFile,
-    GlossaryStore,
     format_entries,
     matching_entries,
     parse_entries,
     term_in_output,
     validate_entries,
 )
+from mtserve.service.glossary_store import GlossaryStore
 from mtserve.service.request import TranslationRequest
 from tests.quality.helpers import ScriptedEngine, service_for
 from tests.servers import serve

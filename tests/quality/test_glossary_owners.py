@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from mtserve.service.access import KeyStore
-from mtserve.service.glossary import GlossaryStore
+from mtserve.service.glossary_store import GlossaryStore
 from tests.fakes import FakeEngine
 from tests.servers import serve
 

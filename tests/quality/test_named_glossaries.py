@@ -14,7 +14,8 @@ import sys
 import httpx
 import pytest
 
-from mtserve.service.glossary import GlossaryMismatch, GlossaryStore, UnknownGlossary
+from mtserve.service.glossary import GlossaryMismatch, UnknownGlossary
+from mtserve.service.glossary_store import GlossaryStore
 from tests.fakes import FakeEngine
 from tests.servers import serve
 
