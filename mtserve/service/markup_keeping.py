@@ -199,7 +199,7 @@ class MarkupKeeper:
         literal = _kept_as_written(words)
         if literal:
             span = markup.locate(plain_output, literal, at)
-            return span, [literal] if span is None else []
+            return _with_quotes(plain_output, span), [literal] if span is None else []
         marked = f"{plain[:element.start]}[[{words}]]{plain[element.end:]}"
         request = replace(item.request, text=marked, transfer=plain_output, align=True, markup=False,
                           examples=(), glossary=(), strict=False)
@@ -292,6 +292,18 @@ def _only_space(text: str, start: int, end: int) -> bool:
 def _within_phrase(text: str, start: int, end: int) -> bool:
     """Whether the gap between two words is a space or a comma inside a phrase ("December 31, 2024")."""
     return text[start:end].strip() in ("", ",")
+
+
+def _with_quotes(translation: str, span: tuple[int, int] | None) -> tuple[int, int] | None:
+    """``span`` with the backticks or quotes the model put around words kept as written ("run
+    `make run`"): inside the tag they go with the words, and code keeps its own."""
+    if span is None:
+        return None
+    start, end = span
+    while start > 0 and end < len(translation) and translation[start - 1] == translation[end] and \
+            translation[end] in "`'\"":
+        start, end = start - 1, end + 1
+    return start, end
 
 
 def _glossed_run(translation: str, senses: frozenset[str], at: float) -> tuple[int, int] | None:

@@ -68,7 +68,9 @@ _AUTOLINK = re.compile(
     r"|[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)>"
 )
-_BARE_URL = re.compile(r"(?:https?://|www\.)[^\s<>]*[^\s<>.,;:!?'\")\]]")
+# A bare URL ends where emphasis or CJK punctuation begins: **http://host:8000**。 is bold, then 。
+_BARE_URL = re.compile(r"(?:https?://|www\.)[^\s<>*~\u3000-\u303f\uff00-\uffef]*"
+                       r"[^\s<>.,;:!?'\")\]*_~\u3000-\u303f\uff00-\uffef]")
 _FRONT_MATTER = re.compile(r"\A(?:---|\+\+\+)\n.*?\n(?:---|\+\+\+|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _ATX_OPEN = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]+|$)")
 _LIST_MARKER = re.compile(r"[-+*]|\d{1,9}[.)]")
@@ -383,7 +385,7 @@ class _Scanner:
                     keep(s[i:run], "emphasis")
                 i = run
             elif (c in "hw") and (i == 0 or not s[i - 1].isalnum()) and (m := _BARE_URL.match(s, i, end)):
-                keep(m.group())
+                keep(m.group(), "code")  # a bare URL travels as words of the sentence, kept as written
                 i = m.end()
             elif plain := _PLAIN.match(s, i, end):  # a run of text with no syntax in it, in one step
                 buffer.append(plain.group())
@@ -605,7 +607,7 @@ class _MarkedText(PieceText):
 
 
 def _code_words(span: str) -> str:
-    """The words of a code span that the sentence can carry ("run `make run` to start"): its content,
+    """The words of a code span or bare URL that the sentence can carry ("run `make run` to start"): its content,
     one line of ASCII (a command, a name, a value); "" where it holds anything that reads as a tag of ours."""
     ticks = len(span) - len(span.lstrip("`"))
     inner = span[ticks:len(span) - ticks] if span.endswith("`" * ticks) and len(span) > 2 * ticks else ""
