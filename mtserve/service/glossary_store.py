@@ -183,20 +183,14 @@ def _name(name: object) -> str:
     return name.strip()
 
 
-class GlossaryStore:
-    """Named glossaries, persisted in one SQLite file. Safe to share between threads and processes.
-
-    Every method takes the caller's ``GlossaryScope`` (default: the operator, who sees all). A
-    glossary outside the scope is an UnknownGlossary, exactly like one that does not exist, so a
-    key cannot probe for others' ids.
-    """
+class SqliteFile:
+    """A store in one SQLite file: made (``_migrate``) on first use, one connection per call, each
+    call one transaction. Safe to share between threads and processes."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
         self._lock = threading.Lock()
         self._ready = False  # the file, its tables and columns are made on first use
-        # (id, source, target) -> (the glossary's version, the entries), most recent last
-        self._cache: OrderedDict[tuple[str, str, str], tuple[int, dict[str, str]]] = OrderedDict()
 
     @contextlib.contextmanager
     def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
@@ -219,6 +213,24 @@ class GlossaryStore:
                 db.execute("COMMIT")
             finally:
                 db.close()
+
+    @staticmethod
+    def _migrate(db: sqlite3.Connection) -> None:
+        raise NotImplementedError
+
+
+class GlossaryStore(SqliteFile):
+    """Named glossaries, persisted in one SQLite file. Safe to share between threads and processes.
+
+    Every method takes the caller's ``GlossaryScope`` (default: the operator, who sees all). A
+    glossary outside the scope is an UnknownGlossary, exactly like one that does not exist, so a
+    key cannot probe for others' ids.
+    """
+
+    def __init__(self, path: str | Path):
+        super().__init__(path)
+        # (id, source, target) -> (the glossary's version, the entries), most recent last
+        self._cache: OrderedDict[tuple[str, str, str], tuple[int, dict[str, str]]] = OrderedDict()
 
     @staticmethod
     def _migrate(db: sqlite3.Connection) -> None:

@@ -20,15 +20,14 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from mtserve.service.glossary import OPERATOR, GlossaryScope
+from mtserve.service.glossary_store import SqliteFile
 
 MAX_NAME_CHARS = 200
 MAX_INSTRUCTIONS = 10  # per rule list, as many as a request may send itself
@@ -139,34 +138,12 @@ class NewInstruction:
                               self.source_language)
 
 
-class StyleRuleStore:
+class StyleRuleStore(SqliteFile):
     """Rule lists in one SQLite file, for every caller; each method takes the caller's scope."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path).expanduser()
-        self._lock = threading.Lock()
-        self._ready = False
-
-    @contextlib.contextmanager
-    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if not self._ready:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
-            try:
-                db.execute("PRAGMA foreign_keys = ON")
-                if not self._ready:
-                    db.executescript(_SCHEMA)
-                    self._ready = True
-                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    yield db
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-            finally:
-                db.close()
+    @staticmethod
+    def _migrate(db: sqlite3.Connection) -> None:
+        db.executescript(_SCHEMA)
 
     # --- reading ----------------------------------------------------------------------------------
     @staticmethod
